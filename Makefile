@@ -1,0 +1,32 @@
+# kafkalog — everything a fresh machine needs is here.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench fixtures clean kafka-ref
+
+$(STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/kafkalog verify fixtures/sample
+	$(VENV)/bin/kafkalog dump fixtures/sample/demo-0 --records --print-data | head -n 40
+
+test: $(STAMP)
+	$(PY) -m pytest -q -n 2 tests
+
+fixtures: $(STAMP)
+	$(PY) -m kafkalog_cli.fixtures fixtures
+
+bench: $(STAMP)
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

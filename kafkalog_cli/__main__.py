@@ -1,0 +1,3 @@
+from kafkalog_cli.cli import main
+
+main()

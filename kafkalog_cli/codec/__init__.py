@@ -1,0 +1,1 @@
+"""Pure codec layer: bytes in, values out. No paths, no files, no printing."""

@@ -1,0 +1,15 @@
+"""Checksums: CRC-32C for v2 batches and producer snapshots, CRC-32 (IEEE) for magic 0/1."""
+
+from __future__ import annotations
+
+import zlib
+
+from crc32c import crc32c as _crc32c
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    return _crc32c(data)
+
+
+def crc32(data: bytes | bytearray | memoryview) -> int:
+    return zlib.crc32(data) & 0xFFFFFFFF

@@ -1,0 +1,343 @@
+"""Kafka's compression codecs, with a cap on decompressed bytes.
+
+Codec ids (CompressionType): 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
+
+gzip   RFC 1952 member(s), as java.util.zip writes them; concatenated members accepted.
+snappy snappy-java (xerial) stream framing, which is not the official snappy framing:
+         +--------------------------+-------------+-------------+----------------------+
+         | 82 'SNAPPY' 00 (8 bytes) | version i32 | compat i32  | (len i32, block) ... |
+         +--------------------------+-------------+-------------+----------------------+
+       Input without that header is one raw snappy block (SnappyInputStream does the same).
+lz4    Kafka's own LZ4 frame subset (KafkaLZ4BlockOutputStream), little-endian:
+         magic 04 22 4D 18 | FLG | BD | [content size u64] | HC | blocks | 00000000 | [checksum]
+       block = size u32 (bit 31 set: stored uncompressed) + data [+ xxh32 if FLG bit 4].
+       HC = (xxh32(FLG..) >> 8) & 0xFF; magic-0 messages carry a wrong HC (hashed from the
+       magic), which Kafka neither verifies nor fixes, so we accept it there.
+zstd   One or more frames written by a streaming compressor: no content size in the frame
+       header, so one-shot decompression cannot size its output (python-zstandard #150).
+
+Decompression is bounded by `max_size` so that a hostile file cannot exhaust memory.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Final
+
+from kafkalog_cli.errors import CodecUnavailable, CorruptBatch, DecompressionLimit
+
+NONE: Final = 0
+GZIP: Final = 1
+SNAPPY: Final = 2
+LZ4: Final = 3
+ZSTD: Final = 4
+NAMES: Final = ("none", "gzip", "snappy", "lz4", "zstd")
+BY_NAME: Final = {name: i for i, name in enumerate(NAMES)}
+
+DEFAULT_MAX_DECOMPRESSED: Final = 64 * 1024 * 1024
+
+
+def name(codec: int) -> str:
+    return NAMES[codec] if 0 <= codec < len(NAMES) else f"unknown({codec})"
+
+
+def decompress(codec: int, data: bytes | memoryview, *, max_size: int = DEFAULT_MAX_DECOMPRESSED,
+               legacy_lz4: bool = False) -> bytes:
+    """Inflate `data`; raise CorruptBatch on bad input, DecompressionLimit past `max_size`."""
+    if codec == GZIP:
+        return _gunzip(data, max_size)
+    if codec == SNAPPY:
+        return _unsnappy(data, max_size)
+    if codec == LZ4:
+        return _unlz4(data, max_size, legacy_lz4)
+    if codec == ZSTD:
+        return _unzstd(data, max_size)
+    if codec == NONE:
+        return bytes(data)
+    raise CorruptBatch(f"unknown compression codec {codec}")
+
+
+def compress(codec: int, data: bytes, *, level: int | None = None, legacy_lz4: bool = False) -> bytes:
+    """Deflate `data` in a form Kafka's readers accept."""
+    if codec == GZIP:
+        return _gzip(data, level)
+    if codec == SNAPPY:
+        return _snappy_xerial(data)
+    if codec == LZ4:
+        return _lz4_frame(data, level, legacy_lz4)
+    if codec == ZSTD:
+        return _zstd(data, level)
+    if codec == NONE:
+        return data
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def _too_big(max_size: int) -> DecompressionLimit:
+    return DecompressionLimit(f"decompressed data exceeds the cap of {max_size} bytes "
+                              "(raise it with --max-decompressed-bytes if this is genuine)")
+
+
+# -- gzip -------------------------------------------------------------------------------
+
+def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
+    out = bytearray()
+    rest: bytes | memoryview = data
+    try:
+        while True:
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out += d.decompress(rest, max_size + 1 - len(out))
+            if len(out) > max_size:
+                raise _too_big(max_size)
+            if not d.eof:
+                if d.unconsumed_tail:
+                    raise _too_big(max_size)
+                raise CorruptBatch("gzip stream is truncated")
+            rest = d.unused_data
+            if not rest:
+                return bytes(out)
+    except zlib.error as e:
+        raise CorruptBatch(f"gzip data is corrupt: {e}") from None
+
+
+def _gzip(data: bytes, level: int | None) -> bytes:
+    # Like java.util.zip.GZIPOutputStream: FLG 0, MTIME 0. Python writes the same member layout.
+    lvl = 6 if level is None else level
+    c = zlib.compressobj(lvl, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return c.compress(data) + c.flush()
+
+
+# -- snappy -----------------------------------------------------------------------------
+
+_XERIAL_MAGIC: Final = b"\x82SNAPPY\x00"
+_XERIAL_HEADER: Final = struct.Struct(">8sii")
+_XERIAL_BLOCK_LEN: Final = struct.Struct(">i")
+_XERIAL_BLOCK_SIZE: Final = 32 * 1024  # snappy-java's default block size
+
+
+def _snappy_module():  # type: ignore[no-untyped-def]
+    try:
+        import snappy
+    except ImportError:  # pragma: no cover - dependency is declared
+        raise CodecUnavailable("snappy data needs python-snappy: pip install python-snappy") from None
+    return snappy
+
+
+def _raw_snappy_length(block: bytes | memoryview) -> int:
+    """The uncompressed length stored as the varint prefix of a raw snappy block."""
+    result = shift = 0
+    for i in range(min(5, len(block))):
+        b = block[i]
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result
+        shift += 7
+    raise CorruptBatch("snappy block has a bad length prefix")
+
+
+def _unsnappy(data: bytes | memoryview, max_size: int) -> bytes:
+    snappy = _snappy_module()
+    mv = memoryview(data)
+    blocks: list[memoryview] = []
+    if len(mv) >= _XERIAL_HEADER.size and bytes(mv[:8]) == _XERIAL_MAGIC:
+        _, version, _compat = _XERIAL_HEADER.unpack_from(mv, 0)
+        if version < 1:
+            raise CorruptBatch(f"snappy-java stream has unsupported version {version}")
+        pos = _XERIAL_HEADER.size
+        end = len(mv)
+        while pos < end:
+            # newer snappy-java tolerates a repeated stream header between chunks
+            if end - pos >= _XERIAL_HEADER.size and bytes(mv[pos:pos + 8]) == _XERIAL_MAGIC:
+                pos += _XERIAL_HEADER.size
+                continue
+            if end - pos < 4:
+                raise CorruptBatch("snappy-java stream is truncated inside a chunk length")
+            (n,) = _XERIAL_BLOCK_LEN.unpack_from(mv, pos)
+            pos += 4
+            if n < 0 or pos + n > end:
+                raise CorruptBatch("snappy-java chunk runs past the end of the data")
+            blocks.append(mv[pos:pos + n])
+            pos += n
+    else:
+        blocks.append(mv)
+    total = 0
+    for b in blocks:
+        total += _raw_snappy_length(b)
+        if total > max_size:
+            raise _too_big(max_size)
+    out = bytearray()
+    try:
+        for b in blocks:
+            out += snappy.uncompress(bytes(b))
+    except Exception as e:  # python-snappy raises its own error types (cramjam underneath)
+        raise CorruptBatch(f"snappy data is corrupt: {e}") from None
+    return bytes(out)
+
+
+def _snappy_xerial(data: bytes) -> bytes:
+    snappy = _snappy_module()
+    out = bytearray(_XERIAL_HEADER.pack(_XERIAL_MAGIC, 1, 1))
+    for i in range(0, len(data), _XERIAL_BLOCK_SIZE):
+        block = snappy.compress(data[i:i + _XERIAL_BLOCK_SIZE])
+        out += _XERIAL_BLOCK_LEN.pack(len(block)) + block
+    return bytes(out)
+
+
+# -- lz4 --------------------------------------------------------------------------------
+
+_LZ4_MAGIC: Final = b"\x04\x22\x4d\x18"
+_LZ4_U32: Final = struct.Struct("<I")
+_LZ4_FLG_VERSION_MASK: Final = 0xC0
+_LZ4_FLG_INDEPENDENT: Final = 0x20
+_LZ4_FLG_BLOCK_CHECKSUM: Final = 0x10
+_LZ4_FLG_CONTENT_SIZE: Final = 0x08
+_LZ4_FLG_CONTENT_CHECKSUM: Final = 0x04
+_LZ4_UNCOMPRESSED_BIT: Final = 0x80000000
+_LZ4_KAFKA_FLG: Final = 0x60  # version 01, independent blocks
+_LZ4_KAFKA_BD: Final = 0x40  # 64 KiB blocks
+_LZ4_KAFKA_BLOCK: Final = 64 * 1024
+
+
+def _xxh32(data: bytes, seed: int = 0) -> int:
+    """xxHash32, only ever used on the 2-10 byte LZ4 frame descriptor."""
+    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+    m = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & m
+
+    n = len(data)
+    i = 0
+    if n >= 16:
+        v = [(seed + p1 + p2) & m, (seed + p2) & m, seed & m, (seed - p1) & m]
+        while i + 16 <= n:
+            for j in range(4):
+                (lane,) = _LZ4_U32.unpack_from(data, i + 4 * j)
+                v[j] = (rotl((v[j] + lane * p2) & m, 13) * p1) & m
+            i += 16
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & m
+    else:
+        h = (seed + p5) & m
+    h = (h + n) & m
+    while i + 4 <= n:
+        (lane,) = _LZ4_U32.unpack_from(data, i)
+        h = (rotl((h + lane * p3) & m, 17) * p4) & m
+        i += 4
+    while i < n:
+        h = (rotl((h + data[i] * p5) & m, 11) * p1) & m
+        i += 1
+    h ^= h >> 15
+    h = (h * p2) & m
+    h ^= h >> 13
+    h = (h * p3) & m
+    h ^= h >> 16
+    return h
+
+
+def _unlz4(data: bytes | memoryview, max_size: int, legacy: bool) -> bytes:
+    import lz4.block
+
+    mv = memoryview(data)
+    end = len(mv)
+    if end < 7 or bytes(mv[:4]) != _LZ4_MAGIC:
+        raise CorruptBatch("lz4 data does not start with the LZ4 frame magic")
+    flg, bd = mv[4], mv[5]
+    if (flg & _LZ4_FLG_VERSION_MASK) >> 6 != 1 or flg & 0x03 or bd & 0x8F:
+        raise CorruptBatch("lz4 frame descriptor has an unsupported version or reserved bits set")
+    if not flg & _LZ4_FLG_INDEPENDENT:
+        raise CorruptBatch("lz4 frame uses dependent blocks, which Kafka does not write")
+    code = (bd >> 4) & 0x07
+    if code < 4:
+        raise CorruptBatch(f"lz4 frame has invalid block size code {code}")
+    max_block = 1 << (2 * code + 8)
+    pos = 6
+    if flg & _LZ4_FLG_CONTENT_SIZE:
+        pos += 8
+    if pos >= end:
+        raise CorruptBatch("lz4 frame is truncated in its header")
+    if not legacy:
+        hc = (_xxh32(bytes(mv[4:pos])) >> 8) & 0xFF
+        if mv[pos] != hc:
+            raise CorruptBatch("lz4 frame descriptor checksum does not match")
+    pos += 1
+    out = bytearray()
+    block_checksum = 4 if flg & _LZ4_FLG_BLOCK_CHECKSUM else 0
+    while True:
+        if pos + 4 > end:
+            raise CorruptBatch("lz4 frame is truncated (no end mark)")
+        (word,) = _LZ4_U32.unpack_from(mv, pos)
+        pos += 4
+        if word == 0:
+            break
+        n = word & ~_LZ4_UNCOMPRESSED_BIT
+        if n > max_block or pos + n > end:
+            raise CorruptBatch("lz4 block size is larger than the frame allows or the data")
+        block = mv[pos:pos + n]
+        pos += n + block_checksum
+        room = max_size - len(out)
+        if word & _LZ4_UNCOMPRESSED_BIT:
+            if n > room:
+                raise _too_big(max_size)
+            out += block
+        else:
+            try:
+                out += lz4.block.decompress(block, uncompressed_size=min(max_block, max(room, 0)))
+            except Exception as e:  # lz4.block raises LZ4BlockError or ValueError
+                if room < max_block:
+                    raise _too_big(max_size) from None
+                raise CorruptBatch(f"lz4 block is corrupt: {e}") from None
+    return bytes(out)
+
+
+def _lz4_frame(data: bytes, level: int | None, legacy: bool) -> bytes:
+    import lz4.block
+
+    descriptor = bytes((_LZ4_KAFKA_FLG, _LZ4_KAFKA_BD))
+    # magic-0 messages get Kafka's historical wrong checksum, hashed from the magic on
+    hashed = _LZ4_MAGIC + descriptor if legacy else descriptor
+    out = bytearray(_LZ4_MAGIC + descriptor + bytes(((_xxh32(hashed) >> 8) & 0xFF,)))
+    mode = "high_compression" if level and level > 9 else "default"
+    for i in range(0, len(data), _LZ4_KAFKA_BLOCK):
+        raw = data[i:i + _LZ4_KAFKA_BLOCK]
+        packed = lz4.block.compress(raw, mode=mode, store_size=False) if mode == "default" \
+            else lz4.block.compress(raw, mode=mode, compression=level, store_size=False)
+        if len(packed) >= len(raw):
+            out += _LZ4_U32.pack(len(raw) | _LZ4_UNCOMPRESSED_BIT) + raw
+        else:
+            out += _LZ4_U32.pack(len(packed)) + packed
+    out += b"\x00\x00\x00\x00"
+    return bytes(out)
+
+
+# -- zstd -------------------------------------------------------------------------------
+
+def _unzstd(data: bytes | memoryview, max_size: int) -> bytes:
+    import io
+
+    import zstandard
+
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data),
+                                                            read_across_frames=True)
+        out = reader.read(max_size + 1)
+        if len(out) > max_size:
+            raise _too_big(max_size)
+        # read() may stop at a frame boundary; keep going until the input is exhausted
+        while True:
+            more = reader.read(max_size + 1 - len(out))
+            if not more:
+                break
+            out += more
+            if len(out) > max_size:
+                raise _too_big(max_size)
+        return out
+    except zstandard.ZstdError as e:
+        raise CorruptBatch(f"zstd data is corrupt: {e}") from None
+
+
+def _zstd(data: bytes, level: int | None) -> bytes:
+    import zstandard
+
+    # streaming writers (zstd-jni, as Kafka uses) leave the content size out of the header
+    c = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False)
+    return c.compress(data)

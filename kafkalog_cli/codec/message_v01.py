@@ -1,0 +1,247 @@
+"""Legacy message sets, magic 0 and 1 (LegacyRecord / AbstractLegacyRecordBatch).
+
+A shallow entry is one message; a compressed one is a wrapper whose value holds an inner
+message set. Inner offsets are absolute under a magic-0 wrapper and relative (0, 1, ...)
+under a magic-1 wrapper, whose own offset is that of the last inner message. Layout: see
+layout.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kafkalog_cli.codec import compression as codecs
+from kafkalog_cli.codec.checksum import crc32
+from kafkalog_cli.codec.layout import (
+    LEGACY_ATTR_CODEC_MASK,
+    LEGACY_ATTR_TIMESTAMP_TYPE,
+    LEGACY_CRC,
+    LEGACY_LEN,
+    LEGACY_RECORD_OVERHEAD,
+    LEGACY_V0_HEAD,
+    LEGACY_V0_HEAD_SIZE,
+    LEGACY_V1_TS,
+    LOG_OVERHEAD,
+    LOG_OVERHEAD_SIZE,
+    MAGIC_POS,
+    MIN_ENTRY_SIZE,
+    NO_TIMESTAMP,
+)
+from kafkalog_cli.codec.model import Record
+from kafkalog_cli.errors import CorruptBatch
+
+
+class LegacyBatch:
+    """One shallow legacy entry (a plain message or a compressed wrapper)."""
+
+    __slots__ = ("_data", "_inner", "attributes", "crc", "key", "last_offset", "length", "magic",
+                 "timestamp", "value")
+    # v2-only fields, so that every batch answers the same questions
+    producer_id = -1
+    producer_epoch = -1
+    base_sequence = -1
+    last_sequence = -1
+    partition_leader_epoch = -1
+    is_transactional = False
+    is_control = False
+    delete_horizon_ms = None
+
+    def __init__(self, data: bytes | memoryview) -> None:
+        self.last_offset, self.length, self.crc, self.magic, self.attributes = \
+            LEGACY_V0_HEAD.unpack_from(data, 0)
+        if self.length < MIN_ENTRY_SIZE:
+            raise CorruptBatch(f"message size {self.length} is below the minimum {MIN_ENTRY_SIZE}")
+        end = LOG_OVERHEAD_SIZE + self.length
+        pos = LEGACY_V0_HEAD_SIZE
+        if self.magic == 1:
+            if end < pos + LEGACY_V1_TS.size:
+                raise CorruptBatch("magic-1 message too short for its timestamp")
+            (self.timestamp,) = LEGACY_V1_TS.unpack_from(data, pos)
+            pos += LEGACY_V1_TS.size
+        else:
+            self.timestamp = NO_TIMESTAMP
+        self.key, pos = _read_bytes(data, pos, end)
+        self.value, pos = _read_bytes(data, pos, end)
+        if pos != end:
+            raise CorruptBatch(f"{end - pos} bytes remain after the message value")
+        self._data = data
+        self._inner: list[Record] | None = None
+
+    @property
+    def data(self) -> bytes | memoryview:
+        return self._data
+
+    def detach(self) -> LegacyBatch:
+        if not isinstance(self._data, bytes):
+            self._data = bytes(self._data)
+            self.key = None if self.key is None else bytes(self.key)
+            self.value = None if self.value is None else bytes(self.value)
+        return self
+
+    @property
+    def size(self) -> int:
+        return self.length + LOG_OVERHEAD_SIZE
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & LEGACY_ATTR_CODEC_MASK
+
+    @property
+    def timestamp_type(self) -> int:
+        if self.magic == 0:
+            return -1
+        return 1 if self.attributes & LEGACY_ATTR_TIMESTAMP_TYPE else 0
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.timestamp
+
+    @property
+    def base_timestamp(self) -> int:
+        return self.timestamp
+
+    def compute_crc(self) -> int:
+        return crc32(memoryview(self._data)[MAGIC_POS:self.size])
+
+    def is_valid(self) -> bool:
+        return self.length >= MIN_ENTRY_SIZE and self.compute_crc() == self.crc
+
+    def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
+        if self._inner is None:
+            self._inner = self._decode(max_decompressed)
+        return self._inner
+
+    @property
+    def base_offset(self) -> int:
+        if self.compression == codecs.NONE:
+            return self.last_offset
+        return self.records()[0].offset
+
+    @property
+    def count(self) -> int:
+        if self.compression == codecs.NONE:
+            return 1
+        return len(self.records())
+
+    def _decode(self, max_decompressed: int) -> list[Record]:
+        key = None if self.key is None else bytes(self.key)
+        if self.compression == codecs.NONE:
+            value = None if self.value is None else bytes(self.value)
+            return [Record(self.last_offset, self.timestamp, key, value, [], -1,
+                           self.attributes, self.crc)]
+        if self.value is None:
+            raise CorruptBatch("compressed wrapper message has a null value")
+        if self.compression == codecs.ZSTD:
+            raise CorruptBatch("zstd is not allowed below magic 2")
+        inner_set = codecs.decompress(self.compression, self.value,
+                                           max_size=max_decompressed,
+                                           legacy_lz4=self.magic == 0)
+        inner = [LegacyBatch(e) for e in _split_entries(inner_set)]
+        if not inner:
+            raise CorruptBatch("compressed wrapper message holds no inner messages")
+        for m in inner:
+            if m.compression != codecs.NONE:
+                raise CorruptBatch("compressed wrapper holds a compressed inner message")
+        if self.magic == 0:
+            delta = 0  # v0: inner offsets are absolute
+        else:
+            last_rel = inner[-1].last_offset
+            if self.last_offset == 0:
+                delta = 0  # librdkafka writes wrappers with offset 0
+            elif self.last_offset < last_rel:
+                raise CorruptBatch(f"wrapper offset {self.last_offset} is below its last inner "
+                                   f"relative offset {last_rel}")
+            else:
+                delta = self.last_offset - last_rel
+        log_append = self.timestamp_type == 1
+        out = []
+        for m in inner:
+            out.append(Record(m.last_offset + delta,
+                              self.timestamp if log_append else m.timestamp,
+                              None if m.key is None else bytes(m.key),
+                              None if m.value is None else bytes(m.value), [], -1,
+                              m.attributes, m.crc))
+        return out
+
+    def inner_crc_failures(self) -> list[int]:
+        """Offsets of inner messages whose own CRC does not match (deep verification)."""
+        if self.compression == codecs.NONE:
+            return []
+        inner_set = codecs.decompress(self.compression, self.value or b"",
+                                           legacy_lz4=self.magic == 0)
+        return [m.last_offset for m in map(LegacyBatch, _split_entries(inner_set))
+                if not m.is_valid()]
+
+
+def _read_bytes(data: bytes | memoryview, pos: int, end: int) -> tuple[memoryview | None, int]:
+    if pos + 4 > end:
+        raise CorruptBatch("message is too short for its length fields")
+    (n,) = LEGACY_LEN.unpack_from(data, pos)
+    pos += 4
+    if n < 0:
+        return None, pos
+    if pos + n > end:
+        raise CorruptBatch(f"message field of {n} bytes runs past the message")
+    return memoryview(data)[pos:pos + n], pos + n
+
+
+def _split_entries(data: bytes) -> list[memoryview]:
+    mv = memoryview(data)
+    out = []
+    pos = 0
+    end = len(mv)
+    while pos < end:
+        if end - pos < LOG_OVERHEAD_SIZE:
+            raise CorruptBatch("inner message set ends inside an entry header")
+        _off, size = LOG_OVERHEAD.unpack_from(mv, pos)
+        if size < MIN_ENTRY_SIZE or pos + LOG_OVERHEAD_SIZE + size > end:
+            raise CorruptBatch(f"inner message of size {size} does not fit")
+        out.append(mv[pos:pos + LOG_OVERHEAD_SIZE + size])
+        pos += LOG_OVERHEAD_SIZE + size
+    return out
+
+
+# -- encoding ---------------------------------------------------------------------------
+
+def encode_message(offset: int, key: bytes | None, value: bytes | None, *, magic: int = 1,
+                   timestamp: int = NO_TIMESTAMP, attributes: int = 0) -> bytes:
+    body = bytearray(LEGACY_CRC.pack(0))
+    body += bytes((magic, attributes & 0xFF))
+    if magic == 1:
+        body += LEGACY_V1_TS.pack(timestamp)
+    for field in (key, value):
+        if field is None:
+            body += LEGACY_LEN.pack(-1)
+        else:
+            body += LEGACY_LEN.pack(len(field)) + field
+    LEGACY_CRC.pack_into(body, 0, crc32(memoryview(body)[4:]))
+    assert len(body) >= LEGACY_RECORD_OVERHEAD[magic]
+    return LOG_OVERHEAD.pack(offset, len(body)) + bytes(body)
+
+
+def encode_message_set(records: Sequence[tuple[int, int, bytes | None, bytes | None]], *,
+                       magic: int = 1, codec: int = codecs.NONE, timestamp_type: int = 0,
+                       log_append_time: int | None = None, level: int | None = None) -> bytes:
+    """Legacy entries for (offset, timestamp, key, value) tuples: plain, or one wrapper."""
+    ts_attr = LEGACY_ATTR_TIMESTAMP_TYPE if (magic == 1 and timestamp_type == 1) else 0
+    if codec == codecs.NONE:
+        return b"".join(encode_message(o, k, v, magic=magic, timestamp=t, attributes=ts_attr)
+                        for o, t, k, v in records)
+    if codec == codecs.ZSTD:
+        raise ValueError("zstd needs magic 2")
+    last = records[-1][0]
+    first = records[0][0]
+    inner = b"".join(encode_message(o if magic == 0 else o - first, k, v, magic=magic,
+                                    timestamp=t) for o, t, k, v in records)
+    payload = codecs.compress(codec, inner, level=level, legacy_lz4=magic == 0)
+    if magic == 1:
+        wrapper_ts = log_append_time if ts_attr and log_append_time is not None \
+            else max(t for _, t, _, _ in records)
+    else:
+        wrapper_ts = NO_TIMESTAMP
+    return encode_message(last, None, payload, magic=magic, timestamp=wrapper_ts,
+                          attributes=codec | ts_attr)
