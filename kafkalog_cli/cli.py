@@ -1,0 +1,110 @@
+"""Root command: lazy subcommand loading, global options, and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from kafkalog_cli import __version__
+from kafkalog_cli.errors import EXIT_INTERRUPTED, EXIT_OPERATIONAL, EXIT_USAGE, KafkalogError
+
+# command name -> (module, one-line summary). Modules are imported only when run.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "append": ("append", "Append records to a partition, rolling segments as a broker does."),
+    "dump": ("dump", "Print batches, records, indexes and checkpoints (kafka-dump-log and more)."),
+    "verify": ("verify", "Check a log dir, partition or file for every kind of damage."),
+    "index-rebuild": ("index_rebuild", "Rebuild .index/.timeindex/.txnindex as Kafka's recovery does."),
+    "find-by-time": ("find_by_time", "Find the first offset at or after a timestamp (ListOffsets)."),
+    "retain": ("retain", "Apply time/size/log-start retention offline, crash-safe."),
+    "compact": ("compact", "Run Kafka's log cleaner offline, in bounded memory."),
+    "recover": ("recover", "Do offline what a broker does after an unclean shutdown."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"kafkalog_cli.commands.{COMMANDS[name][0]}")
+        cmd: click.Command = module.command
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # summaries come from the table, so --help imports no command module
+        with formatter.section("Commands"):
+            formatter.write_dl([(n, s) for n, (_, s) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Exit codes (fsck style, OR-ed): 0 clean, 1 problems fixed, 4 problems left, "
+                    "8 operational error, 16 usage error, 32 interrupted.")
+@click.version_option(__version__, prog_name="kafkalog")
+@click.option("--debug", is_flag=True, envvar="KAFKALOG_DEBUG",
+              help="Show tracebacks on errors [env: KAFKALOG_DEBUG].")
+@click.pass_context
+def root(ctx: click.Context, debug: bool) -> None:
+    """Inspect, verify and repair Apache Kafka log directories with no broker running."""
+    ctx.obj = {"debug": debug}
+
+
+def _error(msg: str) -> None:
+    sys.stderr.write(f"kafkalog: error: {msg}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args or bool(os.environ.get("KAFKALOG_DEBUG"))
+    code = 0
+    try:
+        result: Any = root.main(args=args, prog_name="kafkalog", standalone_mode=False)
+        code = result if isinstance(result, int) else 0
+    except click.exceptions.Exit as e:
+        code = e.exit_code
+    except click.UsageError as e:
+        msg = e.format_message()
+        if e.ctx is not None:
+            sys.stderr.write(e.ctx.get_usage() + "\n")
+        _error(msg)
+        code = EXIT_USAGE
+    except click.Abort:
+        _error("interrupted")
+        code = EXIT_INTERRUPTED
+    except KafkalogError as e:
+        if debug:
+            raise
+        _error(str(e))
+        code = e.exit_code
+    except KeyboardInterrupt:
+        _error("interrupted")
+        code = EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (| head): stop quietly, as cat does
+        _silence_stdout()
+        code = 0
+    except OSError as e:
+        if debug:
+            raise
+        _error(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
+        code = EXIT_OPERATIONAL
+    except Exception as e:  # the one catch-all: no traceback unless --debug
+        if debug:
+            raise
+        _error(f"internal error: {type(e).__name__}: {e} (run with --debug for a traceback)")
+        code = EXIT_OPERATIONAL
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    sys.exit(code)
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

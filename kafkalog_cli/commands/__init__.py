@@ -1,0 +1,1 @@
+"""One module per subcommand: parse options, call the core, hand rows to output."""

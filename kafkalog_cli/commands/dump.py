@@ -1,0 +1,353 @@
+"""`kafkalog dump`: batches, records, indexes, snapshots and checkpoints, as text or data."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
+from kafkalog_cli.codec.control import parse_control
+from kafkalog_cli.codec.entry import Batch
+from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
+from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.codec.snapshot import decode_snapshot
+from kafkalog_cli.commands import options
+from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
+from kafkalog_cli.output.console import warn
+from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
+from kafkalog_cli.storage.logdir import PartitionDir, open_target
+from kafkalog_cli.storage.reader import segments_in_range
+from kafkalog_cli.storage.segment import iter_batches
+
+Row = dict[str, Any]
+
+
+class Filters:
+    def __init__(self, from_offset: int | None, to_offset: int | None, from_time: int | None,
+                 to_time: int | None, key: bytes | None, producer_id: int | None,
+                 only: str) -> None:
+        self.from_offset, self.to_offset = from_offset, to_offset
+        self.from_time, self.to_time = from_time, to_time
+        self.key, self.producer_id, self.only = key, producer_id, only
+
+    def batch_ok(self, b: Batch) -> bool:
+        if self.only == "data" and b.is_control or self.only == "control" and not b.is_control:
+            return False
+        if self.producer_id is not None and b.producer_id != self.producer_id:
+            return False
+        if self.from_offset is not None and b.last_offset < self.from_offset:
+            return False
+        if self.to_offset is not None and b.magic == 2 and b.base_offset > self.to_offset:
+            return False
+        # every record's timestamp is <= the batch max (LogAppendTime: equal to it)
+        return not (self.from_time is not None and 0 <= b.max_timestamp < self.from_time)
+
+    @property
+    def on_records(self) -> bool:
+        return any(v is not None for v in (self.from_offset, self.to_offset, self.from_time,
+                                           self.to_time, self.key))
+
+    def record_ok(self, offset: int, timestamp: int, key: bytes | None) -> bool:
+        if self.from_offset is not None and offset < self.from_offset:
+            return False
+        if self.to_offset is not None and offset > self.to_offset:
+            return False
+        if self.from_time is not None and timestamp < self.from_time:
+            return False
+        if self.to_time is not None and timestamp > self.to_time:
+            return False
+        return self.key is None or key == self.key
+
+
+class Dumper:
+    def __init__(self, out: Renderer, records: bool, batches: bool, enc: Callable[[bytes | None], str | None],
+                 filters: Filters, max_decompressed: int) -> None:
+        self.out = out
+        self.records = records
+        self.batches = batches
+        self.enc = enc
+        self.f = filters
+        self.max_decompressed = max_decompressed
+        self.problems = 0
+        self.sizes = False  # text output shows raw key/value sizes
+
+    def damage(self, path: Path) -> Callable[[Damage], None]:
+        def report(d: Damage) -> None:
+            self.problems += 1
+            warn(f"{path}:{d.position}: {d.reason} [{d.code}]")
+            if d.code in ("torn-tail", "zero-tail"):
+                self.out.text(f"Found {d.size} invalid bytes at the end of {path.name}")
+        return report
+
+    # -- logs -------------------------------------------------------------------------
+    def log_batches(self, path: Path, topic: str, partition: int,
+                    batches: Iterator[tuple[int, Batch]]) -> None:
+        out, enc, f = self.out, self.enc, self.f
+        file = str(path)
+        for pos, b in batches:
+            if f.to_offset is not None and b.magic == 2 and b.base_offset > f.to_offset:
+                break
+            if not f.batch_ok(b):
+                continue
+            if self.batches:
+                out.row(batch_row(b, pos, file))
+            if not self.records:
+                continue
+            try:
+                recs = b.records(self.max_decompressed)
+            except CorruptDataError as e:
+                self.problems += 1
+                warn(f"{file}:{pos}: records do not decode: {e.reason}")
+                continue
+            tstype = TIMESTAMP_TYPES[b.timestamp_type]
+            control = b.is_control
+            check = f.on_records
+            for r in recs:
+                if check and not f.record_ok(r.offset, r.timestamp, r.key):
+                    continue
+                row: Row = {"kind": "record", "topic": topic, "partition": partition,
+                            "offset": r.offset, "timestamp": r.timestamp,
+                            "timestampType": tstype, "key": enc(r.key), "value": enc(r.value),
+                            "headers": [{"key": k, "value": enc(v)} for k, v in r.headers]}
+                if self.sizes:
+                    row["keySize"] = -1 if r.key is None else len(r.key)
+                    row["valueSize"] = -1 if r.value is None else len(r.value)
+                if b.magic == 2:
+                    row["sequence"] = r.sequence
+                else:
+                    row["crc"] = r.crc
+                if control:
+                    try:
+                        row["control"] = parse_control(r.key, r.value).as_dict()
+                    except CorruptDataError as e:
+                        row["control"] = {"error": e.reason}
+                out.row(row)
+
+    def log_file(self, path: Path, base: int | None) -> None:
+        part = naming.parse_partition_dir(path.parent.name)
+        topic, partition = (part.topic, part.partition) if part else (path.parent.name, -1)
+        self.out.text(f"Dumping {path}")
+        fn = naming.parse_file_name(path.name)
+        if fn.kind is naming.FileKind.KRAFT_SNAPSHOT:
+            self.out.text(f"Snapshot end offset: {fn.offset}, epoch: {fn.epoch}")
+        elif path.name == "bootstrap.checkpoint":
+            self.out.text("KRaft bootstrap snapshot")
+        elif base is not None:
+            self.out.text(f"Log starting offset: {base}")
+        self.log_batches(path, topic, partition,
+                         iter_batches(path, on_damage=self.damage(path)))
+
+    def partition(self, part: PartitionDir) -> None:
+        for seg, start in segments_in_range(part, self.f.from_offset, self.f.to_offset):
+            path = seg.log_path
+            self.out.text(f"Dumping {path}")
+            self.out.text(f"Log starting offset: {seg.base_offset}")
+            self.log_batches(path, part.topic, part.partition,
+                             iter_batches(path, start, on_damage=self.damage(path)))
+
+    # -- other files ------------------------------------------------------------------
+    def other_file(self, path: Path, fn: naming.FileName) -> None:
+        out = self.out
+        out.text(f"Dumping {path}")
+        file = str(path)
+        suffix = fn.suffix
+        base = fn.offset if fn.offset is not None else 0
+        if suffix == naming.INDEX:
+            idx = OffsetIndex.read(path, base)
+            for off, pos in idx.entries:
+                out.row({"kind": "index-entry", "file": file, "offset": off, "position": pos})
+            if idx.untrimmed:
+                out.text(f"({len(idx.slots) - idx.used} zero-filled preallocated slots not shown)")
+        elif suffix == naming.TIMEINDEX:
+            tidx = TimeIndex.read(path, base)
+            for ts, off in tidx.entries:
+                out.row({"kind": "timeindex-entry", "file": file, "timestamp": ts,
+                         "offset": off})
+        elif suffix == naming.TXNINDEX:
+            for e in TxnIndex.read(path, base).entries:
+                out.row({"kind": "aborted-txn", "file": file, "version": e.version,
+                         "producerId": e.producer_id, "firstOffset": e.first_offset,
+                         "lastOffset": e.last_offset, "lastStableOffset": e.last_stable_offset})
+        elif suffix == naming.SNAPSHOT:
+            for p in decode_snapshot(path.read_bytes()):
+                out.row({"kind": "producer", "file": file, "producerId": p.producer_id,
+                         "producerEpoch": p.epoch, "coordinatorEpoch": p.coordinator_epoch,
+                         "currentTxnFirstOffset": p.current_txn_first_offset,
+                         "lastTimestamp": p.timestamp, "lastSequence": p.last_sequence,
+                         "lastOffset": p.last_offset, "offsetDelta": p.offset_delta})
+        elif fn.kind is naming.FileKind.LEADER_EPOCH:
+            for epoch, start in parse_leader_epochs(path.read_text("utf-8")):
+                out.row({"kind": "leader-epoch", "file": file, "epoch": epoch,
+                         "startOffset": start})
+        elif fn.name in naming.ROOT_CHECKPOINTS:
+            for (t, p), off in parse_offsets(path.read_text("utf-8")).items():
+                out.row({"kind": "checkpoint-entry", "file": file, "topic": t, "partition": p,
+                         "offset": off})
+        elif fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
+                         naming.FileKind.QUORUM_STATE):
+            out.row({"kind": "file", "file": file, "content": path.read_text("utf-8",
+                                                                             "backslashreplace")})
+        else:
+            raise UsageError(f"{path}: not a file kafkalog knows how to dump")
+
+
+def batch_row(b: Batch, pos: int, file: str) -> Row:
+    return {"kind": "batch", "file": file, "position": pos, "baseOffset": b.base_offset,
+            "lastOffset": b.last_offset, "count": b.count, "magic": b.magic,
+            "compression": compression.name(b.compression),
+            "timestampType": TIMESTAMP_TYPES[b.timestamp_type], "maxTimestamp": b.max_timestamp,
+            "producerId": b.producer_id, "producerEpoch": b.producer_epoch,
+            "baseSequence": b.base_sequence, "lastSequence": b.last_sequence,
+            "isTransactional": b.is_transactional, "isControl": b.is_control,
+            "deleteHorizonMs": b.delete_horizon_ms, "partitionLeaderEpoch":
+                b.partition_leader_epoch, "crc": b.crc, "isValid": b.is_valid(), "size": b.size}
+
+
+def _jbool(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def text_line(row: Row) -> str | None:
+    """kafka-dump-log's line shapes, so existing greps keep working."""
+    kind = row["kind"]
+    if kind == "batch":
+        ts = f"{row['timestampType']}: {row['maxTimestamp']}"
+        tail = (f"position: {row['position']} {ts} size: {row['size']} magic: {row['magic']} "
+                f"compresscodec: {row['compression']} crc: {row['crc']} "
+                f"isvalid: {_jbool(row['isValid'])}")
+        if row["magic"] < 2:
+            return f"offset: {row['lastOffset']} {tail}"
+        dh = row["deleteHorizonMs"]
+        horizon = "OptionalLong.empty" if dh is None else f"OptionalLong[{dh}]"
+        return (f"baseOffset: {row['baseOffset']} lastOffset: {row['lastOffset']} count: "
+                f"{row['count']} baseSequence: {row['baseSequence']} lastSequence: "
+                f"{row['lastSequence']} producerId: {row['producerId']} producerEpoch: "
+                f"{row['producerEpoch']} partitionLeaderEpoch: {row['partitionLeaderEpoch']} "
+                f"isTransactional: {_jbool(row['isTransactional'])} isControl: "
+                f"{_jbool(row['isControl'])} deleteHorizonMs: {horizon} {tail}")
+    if kind == "record":
+        return _record_text(row)
+    if kind == "index-entry":
+        return f"offset: {row['offset']} position: {row['position']}"
+    if kind == "timeindex-entry":
+        return f"timestamp: {row['timestamp']} offset: {row['offset']}"
+    if kind == "aborted-txn":
+        return (f"version: {row['version']} producerId: {row['producerId']} firstOffset: "
+                f"{row['firstOffset']} lastOffset: {row['lastOffset']} lastStableOffset: "
+                f"{row['lastStableOffset']}")
+    if kind == "producer":
+        return (f"producerId: {row['producerId']} producerEpoch: {row['producerEpoch']} "
+                f"coordinatorEpoch: {row['coordinatorEpoch']} currentTxnFirstOffset: "
+                f"{row['currentTxnFirstOffset']} lastTimestamp: {row['lastTimestamp']} "
+                f"lastSequence: {row['lastSequence']} lastOffset: {row['lastOffset']} "
+                f"offsetDelta: {row['offsetDelta']}")
+    if kind == "leader-epoch":
+        return f"epoch: {row['epoch']} startOffset: {row['startOffset']}"
+    if kind == "checkpoint-entry":
+        return f"{row['topic']} {row['partition']} {row['offset']}"
+    if kind == "file":
+        return str(row["content"])
+    return None
+
+
+_PRINT_DATA = False
+
+
+def _record_text(row: Row) -> str:
+    key, value = row["key"], row["value"]
+    parts = [f"| offset: {row['offset']} {row['timestampType']}: {row['timestamp']} "
+             f"keySize: {row['keySize']} valueSize: {row['valueSize']}"]
+    if "sequence" in row:
+        keys = ",".join(h["key"] for h in row["headers"])
+        parts.append(f" sequence: {row['sequence']} headerKeys: [{keys}]")
+    else:
+        parts.append(f" isValid: true crc: {row['crc']}}}")
+    control = row.get("control")
+    if control:
+        if control.get("type") in ("COMMIT", "ABORT"):
+            parts.append(f" endTxnMarker: {control['type']} coordinatorEpoch: "
+                         f"{control.get('coordinatorEpoch')}")
+        else:
+            parts.append(f" controlType: {control.get('type')}({control.get('typeId')})")
+    elif _PRINT_DATA:
+        if key is not None:
+            parts.append(f" key: {key}")
+        if value is not None:
+            parts.append(f" payload: {value}")
+    return "".join(parts)
+
+
+@click.command("dump", epilog="Exit codes: 0 all read, 4 damage found (reported on stderr), "
+                              "8 operational error, 16 usage error.")
+@options.paths_argument
+@click.option("--records", "with_records", is_flag=True,
+              help="Also decode and print the records of each batch (deep iteration).")
+@click.option("--print-data", is_flag=True, help="Print keys and values (implies --records).")
+@click.option("--no-batches", is_flag=True, help="With --records, print only records.")
+@options.format_option()
+@options.payload_option
+@click.option("--from-offset", type=click.IntRange(0), help="First offset to show (seeks via the index).")
+@click.option("--to-offset", type=click.IntRange(0), help="Last offset to show (inclusive).")
+@click.option("--from-time", type=options.TimeType(), help="Earliest timestamp (epoch ms or ISO-8601).")
+@click.option("--to-time", type=options.TimeType(), help="Latest timestamp (inclusive).")
+@click.option("--key", "key_filter", help="Only records with this key (UTF-8); implies --records.")
+@click.option("--producer-id", type=int, help="Only batches of this producer id.")
+@click.option("--only", type=click.Choice(["all", "data", "control"]), default="all",
+              show_default=True, help="Only data batches or only control batches.")
+@options.max_decompressed_option
+def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_batches: bool,
+            fmt: str, payload: str, from_offset: int | None, to_offset: int | None,
+            from_time: int | None, to_time: int | None, key_filter: str | None,
+            producer_id: int | None, only: str, max_decompressed_bytes: int) -> int:
+    """Print the contents of log dirs, partition dirs or single files.
+
+    PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
+    .snapshot or .checkpoint file, a checkpoint file, a partition dir or a whole log dir.
+    Text output uses kafka-dump-log's line format; json/jsonl/csv carry Kafka's field names.
+
+    \b
+    Examples:
+      kafkalog dump /var/lib/kafka/orders-0
+      kafkalog dump orders-0/00000000000000000000.log --records --print-data
+      kafkalog dump /var/lib/kafka --records --format jsonl --payload base64 | jq .
+      kafkalog dump orders-0 --records --from-offset 1000 --to-offset 1010
+    """
+    global _PRINT_DATA
+    _PRINT_DATA = print_data
+    records = with_records or print_data or key_filter is not None
+    filters = Filters(from_offset, to_offset, from_time, to_time,
+                      None if key_filter is None else key_filter.encode(), producer_id, only)
+    out = make_renderer(fmt, text_line)
+    d = Dumper(out, records, not (no_batches and records), payload_encoder(payload), filters,
+               max_decompressed_bytes)
+    d.sizes = fmt == "text"
+    try:
+        for p in paths:
+            target = open_target(p)
+            if target.kind == "file":
+                fn = naming.parse_file_name(target.path.name)
+                is_log = (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
+                    fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
+                    target.path.name.endswith((".log", ".checkpoint")) and \
+                    fn.kind is not naming.FileKind.ROOT
+                if is_log:
+                    d.log_file(target.path, fn.offset)
+                else:
+                    try:
+                        d.other_file(target.path, fn)
+                    except CorruptDataError as e:
+                        raise e.located(str(target.path)) from None
+            else:
+                for part in target.partitions():
+                    d.partition(part)
+    except KafkalogError:
+        out.close()
+        raise
+    out.close()
+    return EXIT_UNFIXED if d.problems else 0

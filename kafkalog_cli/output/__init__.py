@@ -1,0 +1,1 @@
+"""Rendering rows for the terminal, pipes and programs. Only commands import this."""

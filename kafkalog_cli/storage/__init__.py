@@ -1,0 +1,1 @@
+"""Storage layer: files and directories of a Kafka log dir. No printing."""

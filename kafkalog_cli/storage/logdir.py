@@ -1,0 +1,208 @@
+"""One scan of a path classifies every file once: log dirs, partition dirs, segments.
+
+A target is a single file, a partition dir, a log dir (root files + partition dirs), or
+a folder holding several log dirs (an archive). Files we do not recognise are kept in
+`unknown`, to be reported, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_cli.codec.checkpoint import parse_offsets
+from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.naming import FileKind, FileName, PartitionName
+from kafkalog_cli.storage.segment import Segment
+
+
+@dataclass
+class PartitionDir:
+    path: Path
+    name: PartitionName | None
+    segments: list[Segment] = field(default_factory=list)
+    snapshots: list[int] = field(default_factory=list)  # producer snapshot offsets
+    temp_files: list[FileName] = field(default_factory=list)  # .cleaned/.swap/.deleted
+    orphan_indexes: list[FileName] = field(default_factory=list)
+    kraft_snapshots: list[FileName] = field(default_factory=list)
+    special: list[FileName] = field(default_factory=list)  # leader-epoch, partition.metadata…
+    unknown: list[str] = field(default_factory=list)
+    log_dir: LogDir | None = None
+
+    @property
+    def topic(self) -> str:
+        return self.name.topic if self.name else self.path.name
+
+    @property
+    def partition(self) -> int:
+        return self.name.partition if self.name else -1
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.partition
+
+    def has(self, name: str) -> bool:
+        return any(f.name == name for f in self.special)
+
+
+@dataclass
+class LogDir:
+    path: Path
+    partitions: list[PartitionDir] = field(default_factory=list)
+    root_files: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    bad_dirs: list[str] = field(default_factory=list)  # subdirs Kafka cannot parse
+    _checkpoints: dict[str, dict[tuple[str, int], int] | CorruptDataError] = field(
+        default_factory=dict)
+
+    def checkpoint(self, name: str) -> dict[tuple[str, int], int] | None:
+        """A root offset checkpoint as a map; None if absent. Raises if it does not parse."""
+        if name not in self._checkpoints:
+            p = self.path / name
+            if not p.exists():
+                return None
+            try:
+                self._checkpoints[name] = parse_offsets(p.read_text("utf-8"))
+            except (CorruptDataError, UnicodeDecodeError, OSError) as e:
+                err = e if isinstance(e, CorruptDataError) else CorruptDataError(str(e))
+                self._checkpoints[name] = err.located(str(p))
+        v = self._checkpoints[name]
+        if isinstance(v, CorruptDataError):
+            raise v
+        return v
+
+
+def _listdir(path: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError as e:
+        raise LogDirIOError(f"{path}: cannot list directory: {e.strerror}") from None
+
+
+def scan_partition(path: Path, log_dir: LogDir | None = None) -> PartitionDir:
+    part = PartitionDir(path, naming.parse_partition_dir(path.name), log_dir=log_dir)
+    segs: dict[int, Segment] = {}
+    index_files: list[FileName] = []
+    for entry in _listdir(path):
+        fn = naming.parse_file_name(entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            part.unknown.append(entry.name + "/")
+            continue
+        if fn.kind is FileKind.SEGMENT:
+            assert fn.offset is not None
+            if fn.temp:
+                part.temp_files.append(fn)
+            elif fn.suffix == naming.SNAPSHOT:
+                part.snapshots.append(fn.offset)
+            elif fn.suffix == naming.LOG:
+                seg = segs.setdefault(fn.offset, Segment(path, fn.offset))
+                seg.has_log = True
+            else:
+                index_files.append(fn)
+        elif fn.kind in (FileKind.KRAFT_SNAPSHOT, FileKind.KRAFT_SNAPSHOT_PART):
+            part.kraft_snapshots.append(fn)
+        elif fn.kind in (FileKind.LEADER_EPOCH, FileKind.PARTITION_METADATA,
+                         FileKind.QUORUM_STATE):
+            part.special.append(fn)
+        else:
+            part.unknown.append(entry.name)
+    for fn in index_files:
+        seg = segs.get(fn.offset)  # type: ignore[arg-type]
+        if seg is None:
+            part.orphan_indexes.append(fn)
+            continue
+        if fn.suffix == naming.INDEX:
+            seg.has_index = True
+        elif fn.suffix == naming.TIMEINDEX:
+            seg.has_timeindex = True
+        else:
+            seg.has_txnindex = True
+    for off in part.snapshots:
+        if off in segs:
+            segs[off].has_snapshot = True
+    part.segments = [segs[k] for k in sorted(segs)]
+    return part
+
+
+def _looks_like_log_dir(path: Path, entries: list[os.DirEntry[str]]) -> bool:
+    names = {e.name for e in entries}
+    if names & set(naming.ROOT_FILES):
+        return True
+    return any(e.is_dir(follow_symlinks=False) and naming.parse_partition_dir(e.name)
+               and _holds_segments(Path(e.path)) for e in entries)
+
+
+def _holds_segments(path: Path) -> bool:
+    try:
+        with os.scandir(path) as it:
+            return any(naming.parse_file_name(e.name).kind is FileKind.SEGMENT for e in it)
+    except OSError:
+        return False
+
+
+def scan_log_dir(path: Path) -> LogDir:
+    ld = LogDir(path)
+    for entry in _listdir(path):
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name in (naming.REMOTE_INDEX_CACHE, naming.QUARANTINE):
+                continue
+            if naming.parse_partition_dir(entry.name) is None:
+                ld.bad_dirs.append(entry.name)
+                continue
+            ld.partitions.append(scan_partition(Path(entry.path), ld))
+        elif entry.name in naming.ROOT_FILES:
+            ld.root_files.append(entry.name)
+        elif entry.name.endswith(".tmp") or entry.name == "bootstrap.checkpoint":
+            ld.root_files.append(entry.name)
+        else:
+            ld.unknown.append(entry.name)
+    return ld
+
+
+@dataclass
+class Target:
+    """What a PATH argument names."""
+
+    path: Path
+    kind: str  # "file", "partition", "logdir", "archive"
+    log_dirs: list[LogDir] = field(default_factory=list)
+    partition: PartitionDir | None = None
+
+    def partitions(self) -> list[PartitionDir]:
+        if self.partition is not None:
+            return [self.partition]
+        return [p for ld in self.log_dirs for p in ld.partitions]
+
+
+def open_target(path: str | Path) -> Target:
+    p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        raise UsageError(f"{p}: no such file or directory")
+    if p.is_file():
+        return Target(p, "file")
+    if not p.is_dir():
+        raise UsageError(f"{p}: not a regular file or directory")
+    entries = _listdir(p)
+    if any(naming.parse_file_name(e.name).kind in (FileKind.SEGMENT, FileKind.KRAFT_SNAPSHOT)
+           for e in entries if e.is_file()):
+        parent = p.parent
+        ld = LogDir(parent) if any((parent / n).exists() for n in naming.ROOT_FILES) else None
+        return Target(p, "partition", partition=scan_partition(p, ld))
+    if _looks_like_log_dir(p, entries):
+        return Target(p, "logdir", [scan_log_dir(p)])
+    # a folder of log dirs (an archive): look one and two levels down
+    found: list[LogDir] = []
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            sub = Path(e.path)
+            sub_entries = _listdir(sub)
+            if _looks_like_log_dir(sub, sub_entries):
+                found.append(scan_log_dir(sub))
+    if found:
+        return Target(p, "archive", found)
+    if naming.parse_partition_dir(p.name):
+        return Target(p, "partition", partition=scan_partition(p))
+    raise UsageError(f"{p}: not a Kafka log dir, partition dir or segment file")

