@@ -481,7 +481,7 @@ class KafkaBroker:
                 desc = admin.describe_topics([name])
                 parts = desc[0].get("partitions") or []
                 if (desc[0].get("error_code", 0) == 0 and len(parts) == partitions
-                        and all(p.get("leader", -1) >= 0 for p in parts)):
+                        and all(p.get("leader_id", p.get("leader", -1)) >= 0 for p in parts)):
                     return
                 if time.monotonic() > deadline:
                     raise KafkaProcessError(f"topic {name} has no leaders: {desc}")

@@ -1,0 +1,456 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+# cython: cdivision=True, embedsignature=True
+"""Compiled twin of `kafkalog_cli.codec.batch_v2.decode_records_pure`.
+
+Same signature, same `Record` objects, same values, and the same `CorruptBatch` (message and
+`pos` included) for every malformed input: each check below mirrors one line of the pure
+function, in the same order. The pure function is the specification; tests/codec/
+test_fastcodec.py compares the two on random and mutated inputs.
+
+Arguments outside the fast path (`data` not exactly `bytes`, an argument not exactly `int`, or
+an int that does not fit 64 bits) are handed to the pure function, so the results stay identical
+for those too.
+
+Records are allocated with the type's tp_alloc and their eight slots written directly (Record is
+a plain `__slots__` class whose __init__ only stores its arguments); `_probe_record_layout`
+checks that at import and otherwise we call `Record(...)` like the pure code does.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.long cimport PyLong_FromLong, PyLong_FromLongLong
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+
+from kafkalog_cli.codec.model import Record
+from kafkalog_cli.errors import CorruptBatch
+
+cdef extern from *:
+    """
+    /* A fresh instance with every slot NULL (tp_alloc zeroes the object; for a heap type it
+       also takes the reference to the type and GC-tracks the object, NULL slots are fine). */
+    static PyObject *kl_alloc(PyObject *type) {
+        PyTypeObject *t = (PyTypeObject *)type;
+        return t->tp_alloc(t, 0);
+    }
+    /* Store a new reference into an empty object slot (the slot of a fresh kl_alloc). */
+    static inline void kl_set_slot(PyObject *o, Py_ssize_t off, PyObject *v) {
+        Py_INCREF(v);
+        *(PyObject **)((char *)o + off) = v;
+    }
+    /* Offset of a writable object slot (T_OBJECT_EX member descriptor), else -1. */
+    static Py_ssize_t kl_member_offset(PyObject *descr) {
+        PyMemberDef *m;
+        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
+        m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type != 16 /* T_OBJECT_EX */ || (m->flags & 1 /* READONLY */)) return -1;
+        return m->offset;
+    }
+    """
+    object kl_alloc(object type)
+    void kl_set_slot(object o, Py_ssize_t off, object v)
+    Py_ssize_t kl_member_offset(object descr)
+
+# error codes (0 = fine); the message for each is built in _raise
+cdef enum:
+    E_PREMATURE = 1      # IndexError in the pure loop
+    E_VARINT_PAST = 2    # read_varint / read_varlong ran out of data
+    E_VARINT_LONG = 3    # more than 5 bytes
+    E_VARLONG_LONG = 4   # more than 10 bytes
+    E_REC_LENGTH = 5
+    E_STRUCTURE = 6
+    E_TRAILING = 7
+    E_HEADER_COUNT = 8
+    E_HEADER_KEY_NULL = 9
+    E_HEADER_PAST = 10
+    E_HEADER_KEY_UTF8 = 11
+
+cdef struct Err:
+    int code
+    int64_t pos
+    int64_t value
+
+cdef int64_t INT32_MAX_ = 2147483647
+cdef int64_t I64_MAX = 0x7FFFFFFFFFFFFFFF
+cdef int64_t I64_MIN = -I64_MAX - 1
+
+# --- Record slot layout ------------------------------------------------------------------
+
+cdef bint _fast_record = False
+cdef Py_ssize_t _off_offset = 0, _off_timestamp = 0, _off_key = 0, _off_value = 0
+cdef Py_ssize_t _off_headers = 0, _off_sequence = 0, _off_attributes = 0, _off_crc = 0
+
+_SLOT_NAMES = ("offset", "timestamp", "key", "value", "headers", "sequence", "attributes", "crc")
+
+
+def _probe_record_layout():
+    """True if Record is a plain class whose only state is the eight object slots we fill."""
+    global _fast_record, _off_offset, _off_timestamp, _off_key, _off_value, _off_headers
+    global _off_sequence, _off_attributes, _off_crc
+    _fast_record = False
+    try:
+        slots = Record.__slots__
+        if isinstance(slots, str):
+            slots = (slots,)
+        if (type(Record) is not type or Record.__mro__ != (Record, object)
+                or Record.__new__ is not object.__new__
+                or sorted(slots) != sorted(_SLOT_NAMES)
+                or Record.__dictoffset__ != 0 or Record.__weakrefoffset__ != 0
+                or Record.__basicsize__ != object.__basicsize__ + 8 * sizeof(void *)):
+            return False
+        offs = [kl_member_offset(Record.__dict__[name]) for name in _SLOT_NAMES]
+    except Exception:
+        return False
+    if len(set(offs)) != 8 or any(o < object.__basicsize__ or o >= Record.__basicsize__
+                                  for o in offs):
+        return False
+    (_off_offset, _off_timestamp, _off_key, _off_value, _off_headers, _off_sequence,
+     _off_attributes, _off_crc) = offs
+    _fast_record = True
+    return True
+
+
+_probe_record_layout()
+
+
+def fast_record_construction():
+    """Whether records are built slot by slot (True) or through Record(...) (False)."""
+    return bool(_fast_record)
+
+
+# --- varints -----------------------------------------------------------------------------
+
+cdef inline int _varint(const unsigned char *p, int64_t end, int64_t *ppos, int32_t *out,
+                        int oob_first) noexcept nogil:
+    """read_varint: 5 bytes max, Java keeps the low 32 bits. `oob_first` is the error when the
+    first byte is already past the end (the pure loop indexes that byte itself: IndexError)."""
+    cdef int64_t pos = ppos[0]
+    cdef uint32_t b, u
+    cdef int shift
+    if pos >= end:
+        return oob_first
+    b = p[pos]
+    pos += 1
+    if b < 0x80:
+        ppos[0] = pos
+        out[0] = <int32_t>((b >> 1) ^ (<uint32_t>0 - (b & 1)))
+        return 0
+    u = b & 0x7F
+    shift = 7
+    while shift < 35:
+        if pos >= end:
+            ppos[0] = pos
+            return E_VARINT_PAST
+        b = p[pos]
+        pos += 1
+        u |= (b & 0x7F) << shift  # bits past 32 drop out of the uint32, as `u &= 0xFFFFFFFF`
+        if b < 0x80:
+            ppos[0] = pos
+            out[0] = <int32_t>((u >> 1) ^ (<uint32_t>0 - (u & 1)))
+            return 0
+        shift += 7
+    ppos[0] = pos
+    return E_VARINT_LONG
+
+
+cdef inline int _varlong(const unsigned char *p, int64_t end, int64_t *ppos,
+                         int64_t *out) noexcept nogil:
+    """read_varlong: 10 bytes max, 64 bits kept."""
+    cdef int64_t pos = ppos[0]
+    cdef uint64_t b, u = 0
+    cdef int shift = 0
+    while shift < 70:
+        if pos >= end:
+            ppos[0] = pos
+            return E_VARINT_PAST
+        b = p[pos]
+        pos += 1
+        u |= (b & 0x7F) << shift
+        if b < 0x80:
+            ppos[0] = pos
+            out[0] = <int64_t>((u >> 1) ^ (<uint64_t>0 - (u & 1)))
+            return 0
+        shift += 7
+    ppos[0] = pos
+    return E_VARLONG_LONG
+
+
+cdef inline bint _add_overflows(int64_t a, int64_t b) noexcept nogil:
+    return (b > 0 and a > I64_MAX - b) or (b < 0 and a < I64_MIN - b)
+
+
+# --- decoding ----------------------------------------------------------------------------
+
+cdef object _headers(const unsigned char *p, int64_t end, int64_t *ppos, int64_t rec_end,
+                     Err *err):
+    """_decode_headers; returns None with err set on malformed input."""
+    cdef int64_t pos = ppos[0]
+    cdef int64_t kstart
+    cdef int32_t n, klen, vlen
+    cdef int rc
+    cdef Py_ssize_t j
+    cdef list hs
+    cdef object hkey, hval
+    cdef tuple pair
+    rc = _varint(p, end, &pos, &n, E_VARINT_PAST)
+    if rc:
+        err.code = rc
+        err.pos = pos
+        return None
+    if n < 0 or n > rec_end - pos:
+        err.code = E_HEADER_COUNT
+        err.pos = pos
+        err.value = n
+        return None
+    hs = PyList_New(n)
+    for j in range(n):
+        rc = _varint(p, end, &pos, &klen, E_VARINT_PAST)
+        if rc:
+            err.code = rc
+            err.pos = pos
+            return None
+        if klen < 0:
+            err.code = E_HEADER_KEY_NULL
+            err.pos = pos
+            return None
+        kstart = pos
+        pos += klen
+        # the pure slice is clamped, the value length read right after it then fails
+        rc = _varint(p, end, &pos, &vlen, E_VARINT_PAST)
+        if rc:
+            err.code = rc
+            err.pos = pos
+            return None
+        if vlen >= 0:
+            pos += vlen
+            if pos > rec_end:
+                err.code = E_HEADER_PAST
+                err.pos = pos
+                return None
+            hval = PyBytes_FromStringAndSize(<const char *>p + pos - vlen, vlen)
+        else:
+            if pos > rec_end:
+                err.code = E_HEADER_PAST
+                err.pos = pos
+                return None
+            hval = None
+        try:
+            hkey = PyUnicode_DecodeUTF8(<const char *>p + kstart, klen, NULL)
+        except UnicodeDecodeError:
+            err.code = E_HEADER_KEY_UTF8
+            err.pos = pos
+            return None
+        pair = PyTuple_New(2)
+        Py_INCREF(hkey)
+        PyTuple_SET_ITEM(pair, 0, hkey)
+        Py_INCREF(hval)
+        PyTuple_SET_ITEM(pair, 1, hval)
+        Py_INCREF(pair)
+        PyList_SET_ITEM(hs, j, pair)
+    ppos[0] = pos
+    return hs
+
+
+cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t base_timestamp,
+                    int64_t base_sequence, object log_append_time, object base_offset_obj,
+                    object base_timestamp_obj, Err *err):
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef int64_t end = PyBytes_GET_SIZE(data)
+    cdef int64_t pos = 0
+    cdef int64_t rec_end, ts_delta, seq
+    cdef int32_t length, offset_delta, klen, vlen
+    cdef long attributes
+    cdef int rc
+    cdef Py_ssize_t i, n_alloc
+    cdef bint fast = _fast_record
+    cdef bint lat_none = log_append_time is None
+    cdef list out
+    cdef object key, value, headers, offset_obj, ts_obj, seq_obj, rec
+    cdef object minus_one = -1
+
+    # Every decoded record takes at least one byte, so at most `end` can succeed: a larger
+    # count is bound to fail, and never needs more slots than that.
+    n_alloc = count if count <= end else <Py_ssize_t>end
+    if n_alloc < 0:
+        n_alloc = 0
+    out = PyList_New(n_alloc)
+    for i in range(count):
+        rc = _varint(p, end, &pos, &length, E_PREMATURE)
+        if rc:
+            err.code = rc
+            err.pos = pos
+            return None
+        rec_end = pos + length
+        if length < 0 or rec_end > end:
+            err.code = E_REC_LENGTH
+            err.pos = pos
+            err.value = length
+            return None
+        if pos >= end:
+            err.code = E_PREMATURE
+            err.pos = pos
+            return None
+        attributes = p[pos]
+        pos += 1
+        rc = _varlong(p, end, &pos, &ts_delta)
+        if rc:
+            err.code = rc
+            err.pos = pos
+            return None
+        rc = _varint(p, end, &pos, &offset_delta, E_PREMATURE)
+        if rc:
+            err.code = rc
+            err.pos = pos
+            return None
+        rc = _varint(p, end, &pos, &klen, E_PREMATURE)
+        if rc:
+            err.code = rc
+            err.pos = pos
+            return None
+        if klen >= 0:
+            if klen >= end - pos:  # the value length byte after the key is past the end
+                err.code = E_PREMATURE
+                err.pos = pos + klen
+                return None
+            key = PyBytes_FromStringAndSize(<const char *>p + pos, klen)
+            pos += klen
+        else:
+            key = None
+        rc = _varint(p, end, &pos, &vlen, E_PREMATURE)
+        if rc:
+            err.code = rc
+            err.pos = pos
+            return None
+        if vlen >= 0:
+            if vlen >= end - pos:  # the header count byte after the value is past the end
+                err.code = E_PREMATURE
+                err.pos = pos + vlen
+                return None
+            value = PyBytes_FromStringAndSize(<const char *>p + pos, vlen)
+            pos += vlen
+        else:
+            value = None
+        if pos >= end:
+            err.code = E_PREMATURE
+            err.pos = pos
+            return None
+        if p[pos] == 0:
+            headers = PyList_New(0)
+            pos += 1
+        else:
+            headers = _headers(p, end, &pos, rec_end, err)
+            if headers is None:
+                return None
+        if pos != rec_end:
+            err.code = E_STRUCTURE
+            err.pos = pos
+            return None
+
+        if base_sequence < 0:
+            seq_obj = minus_one
+        else:  # increment_sequence: wraps at Integer.MAX_VALUE
+            if base_sequence > INT32_MAX_ - offset_delta:
+                seq = (base_sequence - INT32_MAX_ - 1) + offset_delta
+            else:
+                seq = base_sequence + offset_delta
+            seq_obj = PyLong_FromLongLong(seq)
+        if _add_overflows(base_offset, offset_delta):
+            offset_obj = base_offset_obj + offset_delta
+        else:
+            offset_obj = PyLong_FromLongLong(base_offset + offset_delta)
+        if not lat_none:
+            ts_obj = log_append_time
+        elif _add_overflows(base_timestamp, ts_delta):
+            ts_obj = base_timestamp_obj + ts_delta
+        else:
+            ts_obj = PyLong_FromLongLong(base_timestamp + ts_delta)
+
+        if fast:
+            rec = kl_alloc(Record)
+            kl_set_slot(rec, _off_offset, offset_obj)
+            kl_set_slot(rec, _off_timestamp, ts_obj)
+            kl_set_slot(rec, _off_key, key)
+            kl_set_slot(rec, _off_value, value)
+            kl_set_slot(rec, _off_headers, headers)
+            kl_set_slot(rec, _off_sequence, seq_obj)
+            kl_set_slot(rec, _off_attributes, PyLong_FromLong(attributes))
+            kl_set_slot(rec, _off_crc, None)
+        else:
+            rec = Record(offset_obj, ts_obj, key, value, headers, seq_obj,
+                         PyLong_FromLong(attributes))
+        if i >= n_alloc:  # unreachable (see n_alloc), kept as a memory-safety guard
+            raise AssertionError("record count bookkeeping")
+        Py_INCREF(rec)
+        PyList_SET_ITEM(out, i, rec)
+    if pos != end:
+        err.code = E_TRAILING
+        err.pos = pos
+        err.value = end - pos
+        return None
+    return out
+
+
+cdef _raise(Err *e):
+    cdef int code = e.code
+    if code == E_PREMATURE:
+        msg = "premature end of the records section"
+    elif code == E_VARINT_PAST:
+        msg = "varint runs past the end of the data"
+    elif code == E_VARINT_LONG:
+        msg = "varint longer than 5 bytes"
+    elif code == E_VARLONG_LONG:
+        msg = "varint longer than 10 bytes"
+    elif code == E_REC_LENGTH:
+        msg = f"record length {e.value} runs past the records section"
+    elif code == E_STRUCTURE:
+        msg = "record structure does not match its length field"
+    elif code == E_TRAILING:
+        msg = f"{e.value} bytes remain after the last record"
+    elif code == E_HEADER_COUNT:
+        msg = f"invalid header count {e.value}"
+    elif code == E_HEADER_KEY_NULL:
+        msg = "header key is null"
+    elif code == E_HEADER_PAST:
+        msg = "record header runs past the record"
+    elif code == E_HEADER_KEY_UTF8:
+        msg = "header key is not valid UTF-8"
+    else:
+        msg = f"records section does not decode (error {code})"
+    raise CorruptBatch(msg, pos=e.pos)
+
+
+def _pure(data, count, base_offset, base_timestamp, base_sequence, log_append_time):
+    from kafkalog_cli.codec.batch_v2 import decode_records_pure
+    return decode_records_pure(data, count, base_offset, base_timestamp, base_sequence,
+                               log_append_time)
+
+
+def decode_records(data, count, base_offset, base_timestamp, base_sequence, log_append_time):
+    """Decode `count` records; every structural rule of DefaultRecord.readFrom is enforced.
+
+    Compiled version of batch_v2.decode_records_pure: same results, same CorruptBatch.
+    """
+    cdef Py_ssize_t c_count
+    cdef int64_t c_offset, c_timestamp, c_sequence
+    cdef Err err
+    if (type(data) is not bytes or type(count) is not int or type(base_offset) is not int
+            or type(base_timestamp) is not int or type(base_sequence) is not int
+            or (log_append_time is not None and type(log_append_time) is not int)):
+        return _pure(data, count, base_offset, base_timestamp, base_sequence, log_append_time)
+    try:
+        c_count = count
+        c_offset = base_offset
+        c_timestamp = base_timestamp
+        c_sequence = base_sequence
+    except OverflowError:
+        return _pure(data, count, base_offset, base_timestamp, base_sequence, log_append_time)
+    err.code = 0
+    err.pos = 0
+    err.value = 0
+    result = _decode(<bytes>data, c_count, c_offset, c_timestamp, c_sequence, log_append_time,
+                     base_offset, base_timestamp, &err)
+    if err.code:
+        _raise(&err)
+    return result

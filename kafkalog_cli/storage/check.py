@@ -1,0 +1,486 @@
+"""Verification of segments and partitions: everything a broker and kafka-dump-log check, and more.
+
+Per segment, one streaming pass over the `.log` checks framing, CRCs, offsets and (unless
+shallow) record structure, and walks the offset and time indexes alongside, so memory
+stays flat however large the segment is. Index rules: an offset-index entry must point at
+a batch start and name that batch's last offset, or the last offset of a later batch of the
+same broker append (LogSegment.append indexes a multi-batch append at its first batch); a
+time-index entry must name a batch's last offset and the segment's running max timestamp
+there (LogSegment.recover/append); the last entry should carry the segment's max timestamp,
+which retention reads (LogSegment.maxTimestampSoFar).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.checkpoint import parse_leader_epochs
+from kafkalog_cli.codec.control import parse_control
+from kafkalog_cli.codec.layout import INT32_MAX
+from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.codec.snapshot import decode_snapshot
+from kafkalog_cli.errors import CorruptDataError, LogDirIOError
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.findings import ERROR, INFO, WARNING, Findings
+from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
+from kafkalog_cli.storage.logdir import LogDir, PartitionDir
+from kafkalog_cli.storage.segment import Segment, iter_batches
+
+
+@dataclass
+class CheckOptions:
+    shallow: bool = False  # headers and CRCs only: no decompression, no record parsing
+    max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED
+
+
+@dataclass
+class Stats:
+    partitions: int = 0
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class SegmentSummary:
+    """What later checks need from a segment pass."""
+
+    first_offset: int | None = None
+    last_offset: int | None = None
+    max_timestamp: int = -1
+    valid_end: int = 0
+    epochs: list[tuple[int, int]] = field(default_factory=list)  # (epoch, first base offset)
+    magics: set[int] = field(default_factory=set)
+    damaged: bool = False
+
+
+_DAMAGE_CODES = {"torn-tail": "LOG_TORN_TAIL", "zero-tail": "LOG_ZERO_TAIL",
+                 "bad-size": "LOG_BAD_SIZE", "bad-batch": "LOG_BAD_BATCH",
+                 "entry-too-big": "LOG_ENTRY_TOO_BIG"}
+
+
+class _OffsetIndexWalk:
+    """Matches offset-index entries against batches as the log streams by (by position)."""
+
+    def __init__(self, idx: OffsetIndex, f: Findings, fix: str) -> None:
+        self.entries = idx.entries
+        self.i = 0
+        self.pending: tuple[int, int] | None = None  # multi-batch entry awaiting its offset
+        self.f = f
+        self.path = idx.path
+        self.fix = fix
+        prev = None
+        for n, (off, _pos) in enumerate(self.entries):
+            if prev is not None and off <= prev:
+                f.add(ERROR, "INDEX_ORDER", self.path, n * 8,
+                      f"entry {n}: offset {off} does not increase (previous {prev})",
+                      fix=fix)
+            prev = off
+
+    def batch(self, pos: int, prev_last: int | None, last: int) -> None:
+        """An entry at this batch is sound if prev_last < offset <= last: the broker's own
+        choices (the batch's last offset, a 0.9 wrapper's first inner offset, a later
+        batch's last offset for a multi-batch append) all satisfy it, and it is exactly what
+        makes the lookup land at or before the batch holding any offset >= the entry's."""
+        entries = self.entries
+        if self.pending is not None:
+            want, at = self.pending
+            if want <= last:
+                self.pending = None
+            elif self.i < len(entries) and pos >= entries[self.i][1]:
+                self._mismatch(at, want, None)
+                self.pending = None
+        while self.i < len(entries) and entries[self.i][1] < pos:
+            off, epos = entries[self.i]
+            self.f.add(ERROR, "INDEX_NOT_BATCH_START", self.path, self.i * 8,
+                       f"entry {self.i} (offset {off}) points at byte {epos} of the log, "
+                       "which is not the start of a batch", fix=self.fix)
+            self.i += 1
+        if self.i < len(entries) and entries[self.i][1] == pos:
+            off, _ = entries[self.i]
+            if off > last:
+                self.pending = (off, self.i)
+            elif prev_last is not None and off <= prev_last:
+                self._mismatch(self.i, off, last)
+            self.i += 1
+
+    def _mismatch(self, slot: int, want: int, found: int | None) -> None:
+        self.f.add(ERROR, "INDEX_OFFSET_MISMATCH", self.path, slot * 8,
+                   f"entry {slot} names offset {want}, which is not in the batch it points "
+                   "at (nor in a later batch of the same append): lookups would land too late",
+                   expected=want, found=found, fix=self.fix)
+
+    def finish(self, valid_end: int) -> None:
+        if self.pending is not None:
+            self._mismatch(self.pending[1], self.pending[0], None)
+        for n in range(self.i, len(self.entries)):
+            off, pos = self.entries[n]
+            self.f.add(ERROR, "INDEX_PAST_LOG_END", self.path, n * 8,
+                       f"entry {n} (offset {off}) points at byte {pos}, past the last whole "
+                       f"batch (log ends at {valid_end})", fix=self.fix)
+
+
+class _TimeIndexWalk:
+    """Matches time-index entries against the running max timestamp (by offset)."""
+
+    def __init__(self, idx: TimeIndex, f: Findings, fix: str) -> None:
+        self.entries = idx.entries
+        self.i = 0
+        self.f = f
+        self.path = idx.path
+        self.fix = fix
+        prev = None
+        for n, (ts, off) in enumerate(self.entries):
+            if prev is not None and (ts <= prev[0] or off < prev[1]):
+                f.add(ERROR, "TIMEINDEX_ORDER", self.path, n * 12,
+                      f"entry {n} ({ts}, offset {off}) is not after the previous entry "
+                      f"({prev[0]}, offset {prev[1]})", fix=fix)
+            prev = (ts, off)
+
+    def batch(self, prev_last: int | None, last: int, running_max: int) -> None:
+        """Entries naming an offset in this batch must carry the running max timestamp.
+        Newer brokers name the batch's last offset, older ones the record holding the max."""
+        entries = self.entries
+        floor = -1 if prev_last is None else prev_last
+        while self.i < len(entries) and entries[self.i][1] <= last:
+            ts, off = entries[self.i]
+            if off <= floor:
+                self.f.add(ERROR, "TIMEINDEX_OFFSET_NOT_FOUND", self.path, self.i * 12,
+                           f"entry {self.i} names offset {off}, which is in no batch of "
+                           "this segment", fix=self.fix)
+            elif ts != running_max:
+                self.f.add(ERROR, "TIMEINDEX_MISMATCH", self.path, self.i * 12,
+                           f"entry {self.i} at offset {off} says timestamp {ts}, but the "
+                           f"segment's max timestamp there is {running_max}",
+                           expected=running_max, found=ts, fix=self.fix)
+            self.i += 1
+
+    def finish(self, segment_max: int) -> None:
+        for n in range(self.i, len(self.entries)):
+            ts, off = self.entries[n]
+            self.f.add(ERROR, "TIMEINDEX_OFFSET_NOT_FOUND", self.path, n * 12,
+                       f"entry {n} names offset {off}, past the last batch", fix=self.fix)
+        last_ts = self.entries[-1][0] if self.entries else -1
+        if segment_max >= 0 and last_ts < segment_max:
+            self.f.add(WARNING, "TIMEINDEX_NO_FINAL_ENTRY", self.path, None,
+                       "the last entry does not hold the segment's largest timestamp, so "
+                       "time retention would use an older one", expected=segment_max,
+                       found=last_ts, fix=self.fix)
+
+
+def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
+                   stats: Stats, prev_last: int | None = None,
+                   offset_index: OffsetIndex | None = None,
+                   time_index: TimeIndex | None = None,
+                   fix_log: str = "", fix_index: str = "") -> SegmentSummary:
+    """One streaming pass over a `.log` (or KRaft `.checkpoint`) file."""
+    s = SegmentSummary()
+    oi = _OffsetIndexWalk(offset_index, f, fix_index) if offset_index else None
+    ti = _TimeIndexWalk(time_index, f, fix_index) if time_index else None
+    running_max = -1
+
+    def on_damage(d: Damage) -> None:
+        s.damaged = True
+        f.add(ERROR, _DAMAGE_CODES.get(d.code, "LOG_DAMAGE"), path, d.position,
+              d.reason + (f" ({d.size} bytes affected)" if d.size else ""), fix=fix_log)
+
+    last = prev_last
+    prev_batch_last: int | None = None  # within this segment
+    for pos, b in iter_batches(path, on_damage=on_damage):
+        stats.batches += 1
+        stats.bytes += b.size
+        s.valid_end = pos + b.size
+        s.magics.add(b.magic)
+        stored, actual = b.crc, b.compute_crc()
+        if stored != actual:
+            s.damaged = True
+            f.add(ERROR, "LOG_CRC_MISMATCH", path, pos,
+                  f"batch CRC mismatch ({'CRC-32C' if b.magic == 2 else 'CRC-32'}); its length "
+                  "field is not trusted either", expected=actual, found=stored, fix=fix_log)
+        b_last = b.last_offset
+        b_base = b.base_offset if b.magic == 2 or b.compression == compression.NONE else None
+        if b.magic == 2 and b.last_offset_delta < 0:
+            f.add(ERROR, "LOG_BATCH_INVALID", path, pos,
+                  f"negative lastOffsetDelta {b.last_offset_delta}", fix=fix_log)
+        first_of_batch = b_base if b_base is not None else b_last
+        if last is not None and first_of_batch <= last:
+            f.add(ERROR, "LOG_OFFSET_ORDER", path, pos,
+                  f"batch starts at offset {first_of_batch}, not after the previous last "
+                  f"offset {last}", expected=f"> {last}", found=first_of_batch, fix=fix_log)
+        if s.first_offset is None:
+            s.first_offset = first_of_batch
+            if first_of_batch < base:
+                f.add(ERROR, "SEGMENT_BASE_MISMATCH", path, pos,
+                      f"first batch starts at offset {first_of_batch}, below the segment base "
+                      f"offset {base} in the file name", expected=f">= {base}",
+                      found=first_of_batch, fix=fix_log)
+        if not 0 <= b_last - base <= INT32_MAX:
+            f.add(ERROR, "LOG_OFFSET_OVERFLOW", path, pos,
+                  f"last offset {b_last} is not representable relative to base {base} "
+                  "(KAFKA-6264 overflow)", fix=fix_log)
+        last = b_last if last is None else max(last, b_last)
+        s.last_offset = last
+        if b.max_timestamp > running_max:
+            running_max = b.max_timestamp
+        if b.magic == 2 and b.partition_leader_epoch >= 0 and (
+                not s.epochs or b.partition_leader_epoch > s.epochs[-1][0]):
+            s.epochs.append((b.partition_leader_epoch, b.base_offset))
+        if oi:
+            oi.batch(pos, prev_batch_last, b_last)
+        if ti:
+            ti.batch(prev_batch_last, b_last, running_max)
+        prev_batch_last = b_last
+        if not opts.shallow:
+            _check_records(path, pos, b, f, opts, stats, fix_log)
+    s.max_timestamp = running_max
+    if oi:
+        oi.finish(s.valid_end)
+    if ti:
+        ti.finish(running_max)
+    return s
+
+
+def _check_records(path: Path, pos: int, b, f: Findings, opts: CheckOptions,  # type: ignore[no-untyped-def]
+                   stats: Stats, fix: str) -> None:
+    try:
+        recs = b.records(opts.max_decompressed)
+    except CorruptDataError as e:
+        f.add(ERROR, "LOG_RECORDS_INVALID", path, pos, f"records do not decode: {e.reason}",
+              fix=fix)
+        return
+    stats.records += len(recs)
+    prev = None
+    for r in recs:
+        if prev is not None and r.offset <= prev:
+            f.add(ERROR, "LOG_RECORD_OFFSET_ORDER", path, pos,
+                  f"record offset {r.offset} does not increase within the batch", fix=fix)
+            return
+        prev = r.offset
+    if recs and b.magic == 2 and (recs[0].offset < b.base_offset or prev > b.last_offset):
+        f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
+              f"record offsets {recs[0].offset}..{prev} fall outside the batch's "
+              f"{b.base_offset}..{b.last_offset}", fix=fix)
+    if b.magic < 2:
+        try:
+            bad = b.inner_crc_failures()
+        except CorruptDataError:
+            bad = []
+        for off in bad:
+            f.add(ERROR, "LOG_INNER_CRC_MISMATCH", path, pos,
+                  f"inner message at offset {off} of a compressed wrapper fails its CRC-32",
+                  fix=fix)
+    if b.is_control:
+        for r in recs:
+            try:
+                parse_control(r.key, r.value)
+            except CorruptDataError as e:
+                f.add(ERROR, "LOG_CONTROL_INVALID", path, pos,
+                      f"control record at offset {r.offset}: {e.reason}", fix=fix)
+
+
+def _read_index(seg: Segment, kind: str, f: Findings, fix: str):  # type: ignore[no-untyped-def]
+    reader = {naming.INDEX: seg.offset_index, naming.TIMEINDEX: seg.time_index,
+              naming.TXNINDEX: seg.txn_index}[kind]
+    try:
+        return reader()
+    except OSError as e:
+        f.add(ERROR, "INDEX_UNREADABLE", seg.path(kind), None, f"cannot read: {e.strerror}",
+              fix=fix)
+        return None
+
+
+def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: Stats,
+                    progress: Callable[[int], None] | None = None) -> int | None:
+    """Check a partition dir; returns its log end offset (None if it holds no batch)."""
+    stats.partitions += 1
+    pdir = part.path
+    fix_log = f"kafkalog recover {pdir}"
+    last: int | None = None
+    leo: int | None = None
+    summaries: list[SegmentSummary] = []
+    for n, seg in enumerate(part.segments):
+        stats.segments += 1
+        is_last = n == len(part.segments) - 1
+        fix_index = f"kafkalog index-rebuild {seg.log_path}"
+        size = seg.size
+        oidx = _read_index(seg, naming.INDEX, f, fix_index) if seg.has_index else None
+        tidx = _read_index(seg, naming.TIMEINDEX, f, fix_index) if seg.has_timeindex else None
+        for idx in (oidx, tidx):
+            if idx is None:
+                continue
+            for err in idx.sanity_errors():
+                f.add(ERROR, "INDEX_SANITY", idx.path, None, f"fails Kafka's sanity check: {err}",
+                      fix=fix_index)
+            if idx.untrimmed:
+                f.add(WARNING, "INDEX_UNTRIMMED", idx.path, idx.used * (8 if idx is oidx else 12),
+                      f"{len(idx.slots) - idx.used} zero-filled preallocated slots after "
+                      f"{idx.used} entries (left by a running or crashed broker; Kafka trims "
+                      "on roll and clean shutdown)", fix=fix_index)
+        s = check_log_file(seg.log_path, seg.base_offset, f, opts, stats, last, oidx, tidx,
+                           fix_log, fix_index)
+        summaries.append(s)
+        if s.first_offset is not None and last is not None and seg.base_offset <= last:
+            f.add(ERROR, "SEGMENT_OVERLAP", seg.log_path, None,
+                  f"segment base offset {seg.base_offset} is not above the previous "
+                  f"segment's last offset {last}", fix=fix_log)
+        if s.last_offset is not None:
+            last = s.last_offset
+            leo = last + 1
+        if size > 0 and not seg.has_index:
+            f.add(WARNING, "INDEX_MISSING", seg.path(naming.INDEX), None,
+                  "offset index is missing (the broker rebuilds it at start-up, truncating "
+                  "invalid batches)", fix=fix_index)
+        if size > 0 and not seg.has_timeindex:
+            if s.magics == {0}:
+                f.add(INFO, "TIMEINDEX_ABSENT_V0", seg.path(naming.TIMEINDEX), None,
+                      "no time index: magic-0 data has no timestamps (Kafka < 0.10.1 wrote none)")
+            else:
+                f.add(WARNING, "TIMEINDEX_MISSING", seg.path(naming.TIMEINDEX), None,
+                      "time index is missing: the broker creates it empty, and time retention "
+                      "then falls back to the file's mtime", fix=fix_index)
+        if seg.has_txnindex:
+            tx = _read_index(seg, naming.TXNINDEX, f, fix_index)
+            if tx is not None:
+                _check_txnindex(tx, f, fix_index)
+        if size == 0 and not is_last:
+            f.add(INFO, "SEGMENT_EMPTY", seg.log_path, None, "empty segment that is not the "
+                  "active one")
+        if progress:
+            progress(size)
+    _check_partition_files(part, f, opts, stats, leo, summaries)
+    return leo if leo is not None else (part.segments[-1].base_offset if part.segments else None)
+
+
+def _check_txnindex(tx: TxnIndex, f: Findings, fix: str) -> None:
+    for err in tx.sanity_errors():
+        f.add(ERROR, "TXNINDEX_CORRUPT", tx.path, None, err, fix=fix)
+
+
+def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, stats: Stats,
+                           leo: int | None, summaries: list[SegmentSummary]) -> None:
+    pdir = part.path
+    fix_recover = f"kafkalog recover {pdir}"
+    for fn in part.temp_files:
+        f.add(WARNING, "LEFTOVER_" + fn.temp.lstrip(".").upper(), pdir / fn.name, None,  # type: ignore[union-attr]
+              f"{fn.temp} file left by an interrupted cleaner, split or deletion; the broker "
+              "completes or discards it at start-up", fix=fix_recover)
+    for fn in part.orphan_indexes:
+        f.add(WARNING, "ORPHAN_INDEX", pdir / fn.name, None,
+              "index file without its .log (the broker deletes it at start-up)", fix=fix_recover)
+    for name in part.unknown:
+        f.add(WARNING, "UNKNOWN_FILE", pdir / name, None,
+              "not a file Kafka writes in a partition dir")
+    bases = {s.base_offset for s in part.segments}
+    last_base = part.segments[-1].base_offset if part.segments else -1
+    for off in part.snapshots:
+        p = pdir / naming.segment_file_name(off, naming.SNAPSHOT)
+        try:
+            decode_snapshot(p.read_bytes())
+        except CorruptDataError as e:
+            f.add(ERROR, "SNAPSHOT_CORRUPT", p, e.pos, e.reason,
+                  fix=f"delete it; the broker rebuilds producer state from the log ({fix_recover})")
+        except OSError as e:
+            f.add(ERROR, "SNAPSHOT_UNREADABLE", p, None, f"cannot read: {e.strerror}")
+        if off not in bases and off <= last_base:
+            f.add(INFO, "SNAPSHOT_STRAY", p, None, "producer snapshot at an offset that is not a "
+                  "segment base (the broker deletes it at start-up)")
+    for fn in part.kraft_snapshots:
+        p = pdir / fn.name
+        if fn.kind is naming.FileKind.KRAFT_SNAPSHOT and not fn.temp:
+            check_log_file(p, 0, f, opts, stats, fix_log=f"inspect {p}; the controller rewrites it")
+        else:
+            f.add(INFO, "KRAFT_SNAPSHOT_TEMP", p, None, "in-progress or deleted KRaft snapshot")
+    if part.has(naming.LEADER_EPOCH):
+        _check_leader_epochs(pdir / naming.LEADER_EPOCH, f, leo, summaries)
+    if part.has(naming.PARTITION_METADATA):
+        _check_partition_metadata(pdir / naming.PARTITION_METADATA, f)
+
+
+def _check_leader_epochs(p: Path, f: Findings, leo: int | None,
+                         summaries: list[SegmentSummary]) -> None:
+    try:
+        entries = parse_leader_epochs(p.read_text("utf-8"))
+    except (CorruptDataError, UnicodeDecodeError) as e:
+        f.add(ERROR, "LEADER_EPOCH_CORRUPT", p, None, str(getattr(e, "reason", e)))
+        return
+    for (e1, o1), (e2, o2) in zip(entries, entries[1:], strict=False):
+        if e2 <= e1 or o2 < o1:
+            f.add(ERROR, "LEADER_EPOCH_ORDER", p, None,
+                  f"entry ({e2}, {o2}) does not follow ({e1}, {o1})")
+    if leo is not None:
+        for e, o in entries:
+            if o > leo:
+                f.add(WARNING, "LEADER_EPOCH_PAST_END", p, None,
+                      f"epoch {e} starts at {o}, past the log end offset {leo} (the broker "
+                      "truncates such entries)")
+    known = {e for e, _ in entries}
+    for s in summaries:
+        for epoch, start in s.epochs:
+            if epoch not in known and entries and epoch > entries[-1][0]:
+                f.add(WARNING, "LEADER_EPOCH_MISSING", p, None,
+                      f"batches carry leader epoch {epoch} (from offset {start}) that the "
+                      "checkpoint does not list")
+                break
+
+
+def _check_partition_metadata(p: Path, f: Findings) -> None:
+    try:
+        text = p.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        f.add(ERROR, "PARTITION_METADATA_CORRUPT", p, None, str(e))
+        return
+    fields = dict(line.split(": ", 1) for line in text.splitlines() if ": " in line)
+    if "version" not in fields or "topic_id" not in fields:
+        f.add(ERROR, "PARTITION_METADATA_CORRUPT", p, None,
+              "expected `version: 0` and `topic_id: <uuid>` lines")
+    elif fields["topic_id"].strip() == "AAAAAAAAAAAAAAAAAAAAAA":
+        f.add(ERROR, "PARTITION_METADATA_CORRUPT", p, None, "topic id is the zero UUID")
+
+
+def check_log_dir_files(ld: LogDir, f: Findings, leos: dict[tuple[str, int], int | None],
+                        firsts: dict[tuple[str, int], int]) -> None:
+    """Root files of a log dir: checkpoints against the partitions, stray dirs and files."""
+    for name in ld.bad_dirs:
+        f.add(ERROR, "LOGDIR_BAD_DIR", ld.path / name, None,
+              "directory name does not parse as <topic>-<partition>: the broker refuses to "
+              "start (KafkaException in LogManager.loadLogs)", fix="move it out of the log dir")
+    for name in ld.unknown:
+        f.add(WARNING, "UNKNOWN_FILE", ld.path / name, None, "not a file Kafka writes in a log dir")
+    if naming.CLEAN_SHUTDOWN not in ld.root_files and ld.partitions:
+        f.add(INFO, "UNCLEAN_SHUTDOWN", ld.path, None,
+              "no .kafka_cleanshutdown: a broker would recover every partition from its "
+              "recovery point (run `kafkalog recover` to do it offline)")
+    rules = {
+        naming.RECOVERY_POINT: ("RECOVERY_POINT_PAST_END", WARNING,
+                                "recovery point {v} is past the log end offset {leo} (the "
+                                "broker clamps it)"),
+        naming.REPLICATION: ("HIGH_WATERMARK_PAST_END", WARNING,
+                             "high watermark {v} is past the log end offset {leo}"),
+        naming.LOG_START: ("LOG_START_PAST_END", ERROR,
+                           "log start offset {v} is past the log end offset {leo}: a broker "
+                           "deletes every segment of this partition at start-up"),
+        naming.CLEANER: ("CLEANER_OFFSET_PAST_END", WARNING,
+                         "cleaner checkpoint {v} is past the log end offset {leo}"),
+    }
+    for name, (code, sev, msg) in rules.items():
+        try:
+            cp = ld.checkpoint(name)
+        except CorruptDataError as e:
+            f.add(ERROR, "CHECKPOINT_CORRUPT", e.path or ld.path / name, None,
+                  f"{e.reason} (the broker treats it as empty)")
+            continue
+        if cp is None:
+            continue
+        for key, v in cp.items():
+            if key not in leos:
+                f.add(INFO, "CHECKPOINT_UNKNOWN_PARTITION", ld.path / name, None,
+                      f"entry for {key[0]}-{key[1]}, which has no partition dir here")
+                continue
+            leo = leos[key]
+            if leo is not None and v > leo:
+                f.add(sev, code, ld.path / name, None,
+                      f"{key[0]}-{key[1]}: " + msg.format(v=v, leo=leo))
