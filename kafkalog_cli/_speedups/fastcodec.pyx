@@ -29,6 +29,7 @@ from kafkalog_cli.errors import CorruptBatch
 
 cdef extern from *:
     """
+    #include <structmember.h>  /* PyMemberDef (moved to descrobject.h in 3.12) */
     /* A fresh instance with every slot NULL (tp_alloc zeroes the object; for a heap type it
        also takes the reference to the type and GC-tracks the object, NULL slots are fine). */
     static PyObject *kl_alloc(PyObject *type) {

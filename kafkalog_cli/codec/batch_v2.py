@@ -314,3 +314,28 @@ def encode_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, S
     out = header + body
     V2_CRC.pack_into(out, V2_CRC_POS, crc32c(memoryview(out)[V2_ATTRIBUTES_POS:]))
     return bytes(out)
+
+
+# -- optional compiled decoder ------------------------------------------------------------
+# kafkalog_cli/_speedups/fastcodec.pyx (built by setup.py when a compiler is available) gives
+# the same results and the same CorruptBatch; RecordBatch.records() looks `decode_records` up
+# at call time, so rebinding the name here is all it takes. KAFKALOG_PURE=1 keeps the pure one.
+decode_records_pure = decode_records
+ACCELERATED = False
+
+
+def _use_compiled_decoder() -> None:
+    global decode_records, ACCELERATED
+    import os
+
+    if os.environ.get("KAFKALOG_PURE") == "1":
+        return
+    try:
+        from kafkalog_cli._speedups.fastcodec import decode_records as compiled
+    except ImportError:
+        return
+    decode_records = compiled
+    ACCELERATED = True
+
+
+_use_compiled_decoder()

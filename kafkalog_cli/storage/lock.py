@@ -1,0 +1,49 @@
+"""The broker's log-dir lock: `<log dir>/.lock`, held with a POSIX fcntl lock.
+
+The JVM's FileChannel.tryLock takes an fcntl (POSIX record) lock on Linux, so
+fcntl.lockf sees a running broker's lock; flock would not. A `.lock` file that nobody
+holds is normal: brokers leave it behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+from kafkalog_cli.errors import LockHeld, LogDirIOError
+from kafkalog_cli.storage.naming import LOCK
+
+
+class LogDirLock:
+    def __init__(self, log_dir: Path) -> None:
+        self.path = log_dir / LOCK
+        self._fd: int | None = None
+
+    def acquire(self) -> LogDirLock:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise LogDirIOError(f"{self.path}: cannot open the lock file: {e.strerror}") from None
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise LockHeld(f"{self.path}: another process (a running broker?) holds the log dir "
+                           "lock; stop it first") from None
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> LogDirLock:
+        return self.acquire()
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()

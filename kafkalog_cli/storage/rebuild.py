@@ -1,0 +1,112 @@
+"""Index rebuild with LogSegment.recover's algorithm; produces the bytes Kafka writes.
+
+    for each batch, stopping at the first torn, corrupt or out-of-range one:
+      max timestamp so far grows strictly -> remember (ts, batch last offset)
+      if valid_bytes - last_indexed_position > index.interval.bytes:     (strict)
+          offset index += (batch last offset, batch start position)
+          time index maybe += (max timestamp so far, its offset)         (only if ts grew)
+      valid_bytes += batch size
+      producer state; an ABORT marker adds a .txnindex entry
+    finally: time index maybe += (max ts, its offset) -- the entry retention reads
+Entries in the time index need a strictly larger timestamp than the last one; the first
+needs ts >= 0 (an empty index's last entry is (-1, base)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafkalog_cli.codec import index_entry as ie
+from kafkalog_cli.codec.layout import INT32_MAX
+from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.storage.producers import ProducerState
+from kafkalog_cli.storage.segment import Segment
+
+DEFAULT_INDEX_INTERVAL = 4096
+DEFAULT_INDEX_BYTES = 10 * 1024 * 1024
+
+
+@dataclass
+class Rebuilt:
+    offset_entries: list[tuple[int, int]] = field(default_factory=list)  # (relative, position)
+    time_entries: list[tuple[int, int]] = field(default_factory=list)  # (timestamp, relative)
+    txn_entries: list[ie.AbortedTxn] = field(default_factory=list)
+    valid_bytes: int = 0
+    file_size: int = 0
+    max_timestamp: int = -1
+    offset_of_max_timestamp: int = -1
+    next_offset: int | None = None
+    stop: Damage | None = None  # why the scan stopped before the end, if it did
+    batches: int = 0
+
+    @property
+    def truncated(self) -> int:
+        return self.file_size - self.valid_bytes
+
+    def index_bytes(self) -> tuple[bytes, bytes, bytes]:
+        return (ie.encode_offset_entries(self.offset_entries),
+                ie.encode_time_entries(self.time_entries),
+                ie.encode_txn_entries(self.txn_entries))
+
+
+class _TimeIndexBuilder:
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.entries: list[tuple[int, int]] = []
+        self.last = (-1, base)
+
+    def maybe_append(self, ts: int, offset: int) -> None:
+        if ts > self.last[0]:
+            self.entries.append((ts, offset - self.base))
+            self.last = (ts, offset)
+
+
+def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
+                    state: ProducerState | None = None,
+                    max_entries: int = DEFAULT_INDEX_BYTES // 8) -> Rebuilt:
+    """Recompute a segment's indexes from its `.log`, as LogSegment.recover does."""
+    base = seg.base_offset
+    r = Rebuilt(file_size=seg.size)
+    tb = _TimeIndexBuilder(base)
+    state = state if state is not None else ProducerState()
+    last_index_pos = 0
+    max_ts, max_ts_off = -1, base
+    stops: list[Damage] = []
+    for pos, b in seg.batches(on_damage=stops.append):
+        if stops:
+            break
+        if not b.is_valid():
+            stops.append(Damage(pos, "crc", "batch fails its CRC check", b.size))
+            break
+        last = b.last_offset
+        if not 0 <= last - base <= INT32_MAX:
+            stops.append(Damage(pos, "offset-overflow",
+                                f"offset {last} does not fit relative to base {base}", b.size))
+            break
+        if b.max_timestamp > max_ts:
+            max_ts, max_ts_off = b.max_timestamp, last
+        if r.valid_bytes - last_index_pos > interval:
+            if r.offset_entries and last - base <= r.offset_entries[-1][0]:
+                stops.append(Damage(pos, "invalid-offset",
+                                    f"offset {last} is not above the previous indexed offset",
+                                    b.size))
+                break
+            if len(r.offset_entries) < max_entries:
+                r.offset_entries.append((last - base, r.valid_bytes))
+                tb.maybe_append(max_ts, max_ts_off)
+            last_index_pos = r.valid_bytes
+        r.valid_bytes += b.size
+        r.batches += 1
+        r.next_offset = last + 1
+        try:
+            aborted = state.append(b)
+        except CorruptDataError:
+            aborted = None
+        if aborted is not None:
+            r.txn_entries.append(aborted)
+    tb.maybe_append(max_ts, max_ts_off)
+    r.time_entries = tb.entries
+    r.max_timestamp, r.offset_of_max_timestamp = max_ts, max_ts_off
+    r.stop = stops[0] if stops else None
+    return r

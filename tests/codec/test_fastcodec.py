@@ -1,0 +1,330 @@
+"""The compiled v2 record decoder (kafkalog_cli/_speedups/fastcodec.pyx) against the pure one.
+
+`batch_v2.decode_records_pure` is the specification: on any input both must return equal
+records (every slot, with the same types) or both raise CorruptBatch (same reason and pos).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkalog_cli.codec import batch_v2
+from kafkalog_cli.codec.batch_v2 import RecordBatch, decode_records_pure, encode_batch, encode_record
+from kafkalog_cli.codec.model import Record
+from kafkalog_cli.codec.varint import encode_varint
+from kafkalog_cli.errors import CorruptBatch
+
+SLOTS = ("offset", "timestamp", "key", "value", "headers", "sequence", "attributes", "crc")
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+FAST = settings(max_examples=300, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _fastcodec():
+    try:
+        from kafkalog_cli._speedups import fastcodec
+    except ImportError:
+        return None
+    return fastcodec
+
+
+fc = _fastcodec()
+needs_ext = pytest.mark.skipif(fc is None, reason="compiled fastcodec not built "
+                               "(test_extension_is_built reports it)")
+
+
+# -- comparing the two paths --------------------------------------------------------------
+
+def _typed(v):
+    if isinstance(v, list):
+        return ("list", [_typed(x) for x in v])
+    if isinstance(v, tuple):
+        return ("tuple", tuple(_typed(x) for x in v))
+    if isinstance(v, memoryview):
+        return ("memoryview", bytes(v))
+    return (type(v).__name__, v)
+
+
+def _outcome(fn, *args):
+    try:
+        records = fn(*args)
+    except CorruptBatch as exc:
+        return ("CorruptBatch", type(exc), exc.reason, exc.pos)
+    assert type(records) is list
+    assert all(type(r) is Record for r in records)
+    return ("ok", [tuple(_typed(getattr(r, s)) for s in SLOTS) for r in records])
+
+
+def _same(data, count, base_offset=0, base_timestamp=0, base_sequence=-1, lat=None):
+    args = (data, count, base_offset, base_timestamp, base_sequence, lat)
+    pure = _outcome(decode_records_pure, *args)
+    fast = _outcome(fc.decode_records, *args)
+    assert fast == pure
+    return pure
+
+
+# -- strategies ---------------------------------------------------------------------------
+
+blobs = st.one_of(st.none(), st.binary(max_size=40))
+headers = st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=12))),
+                   max_size=3)
+record_fields = st.tuples(
+    st.one_of(st.integers(0, 1000), st.integers(*INT32)),                      # offset delta
+    st.one_of(st.integers(-1000, 1000), st.integers(*INT64)),                  # timestamp delta
+    blobs, blobs, st.one_of(st.just([]), headers))
+base_offsets = st.one_of(st.integers(0, 2**40), st.integers(*INT64))
+base_timestamps = st.one_of(st.integers(0, 2**42), st.integers(*INT64))
+base_sequences = st.one_of(st.just(-1), st.integers(*INT32), st.integers(2**31 - 50, 2**31 - 1))
+log_append_times = st.one_of(st.none(), st.integers(*INT64))
+
+
+@st.composite
+def sections(draw):
+    recs = draw(st.lists(record_fields, max_size=8))
+    data = b"".join(encode_record(*r) for r in recs)
+    return data, len(recs)
+
+
+@st.composite
+def varint_bytes(draw, value: int, width_max: int = 5, bits: int = 32):
+    """`value` zig-zag encoded, possibly padded with continuation bytes (Java accepts those),
+    and possibly with garbage in the bits a 5-byte varint drops."""
+    u = ((value << 1) ^ (value >> (bits - 1))) & ((1 << bits) - 1)
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    pad = draw(st.integers(0, width_max - len(out)))
+    if pad:
+        out[-1] |= 0x80
+        out += b"\x80" * (pad - 1) + b"\x00"
+    if len(out) == 5 and bits == 32 and draw(st.booleans()):
+        out[4] |= draw(st.integers(0, 7)) << 4  # bits 32..34: ignored like Java
+    return bytes(out)
+
+
+@st.composite
+def odd_sections(draw):
+    """Well-formed records with non-canonical varints and non-canonical empty header counts."""
+    n = draw(st.integers(0, 4))
+    parts = []
+    for _ in range(n):
+        body = bytearray([draw(st.integers(0, 255))])
+        body += draw(varint_bytes(draw(st.integers(*INT64)), 10, 64))
+        body += draw(varint_bytes(draw(st.integers(*INT32))))
+        for field in (draw(blobs), draw(blobs)):
+            if field is None:
+                body += draw(varint_bytes(draw(st.integers(INT32[0], -1))))
+            else:
+                body += draw(varint_bytes(len(field))) + field
+        hs = draw(headers)
+        body += draw(varint_bytes(len(hs)))
+        for k, v in hs:
+            kb = k.encode()
+            body += draw(varint_bytes(len(kb))) + kb
+            body += (draw(varint_bytes(-1)) if v is None
+                     else draw(varint_bytes(len(v))) + v)
+        parts.append(draw(varint_bytes(len(body))) + bytes(body))
+    return b"".join(parts), n
+
+
+@st.composite
+def mutated(draw):
+    data, count = draw(st.one_of(sections(), odd_sections()))
+    buf = bytearray(data)
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(("flip", "set", "insert", "delete", "truncate", "append")))
+        pos = draw(st.integers(0, max(len(buf) - 1, 0)))
+        if op == "flip" and buf:
+            buf[pos] ^= 1 << draw(st.integers(0, 7))
+        elif op == "set" and buf:
+            buf[pos] = draw(st.sampled_from((0x00, 0x01, 0x7F, 0x80, 0xFF, 0xC0, 0xED)))
+        elif op == "insert":
+            buf[pos:pos] = draw(st.binary(min_size=1, max_size=6))
+        elif op == "delete":
+            del buf[pos:pos + draw(st.integers(1, 6))]
+        elif op == "truncate":
+            del buf[pos:]
+        elif op == "append":
+            buf += draw(st.binary(min_size=1, max_size=6))
+    count = draw(st.one_of(st.just(count), st.integers(max(count - 2, -1), count + 2)))
+    return bytes(buf), count
+
+
+# -- the extension is there and wired in -------------------------------------------------
+
+def test_extension_is_built():
+    if os.environ.get("KAFKALOG_NO_EXT"):
+        pytest.skip("KAFKALOG_NO_EXT is set: built without the extension on purpose")
+    assert fc is not None, ("kafkalog_cli._speedups.fastcodec does not import: the Cython "
+                            "build failed or was skipped (pip install -e . shows why)")
+    if os.environ.get("KAFKALOG_PURE") != "1":
+        assert batch_v2.ACCELERATED is True
+        assert batch_v2.decode_records is fc.decode_records
+
+
+@needs_ext
+def test_records_are_built_slot_by_slot():
+    """If Record changes shape, the compiled path falls back to Record(...): correct, slower."""
+    assert fc.fast_record_construction(), "Record layout changed; update fastcodec.pyx"
+
+
+def test_pure_path_forced_by_environment():
+    code = ("from kafkalog_cli.codec import batch_v2 as b\n"
+            "assert b.ACCELERATED is False\n"
+            "assert b.decode_records is b.decode_records_pure\n"
+            "d = b.encode_batch([(3, 10, b'k', b'v', [('h', None)])])\n"
+            "assert [r.offset for r in b.RecordBatch(d).records()] == [3]\n")
+    env = dict(os.environ, KAFKALOG_PURE="1")
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+
+
+def test_record_batch_looks_the_decoder_up_at_call_time(monkeypatch):
+    data = encode_batch([(7, 100, b"a", b"b", []), (8, 101, None, None, [("x", b"y")])])
+    calls = []
+
+    def spy(*args):
+        calls.append(args)
+        return decode_records_pure(*args)
+
+    monkeypatch.setattr(batch_v2, "decode_records", spy)
+    recs = RecordBatch(data).records()
+    assert len(calls) == 1 and [r.offset for r in recs] == [7, 8]
+
+
+# -- equality on valid input --------------------------------------------------------------
+
+@needs_ext
+@FAST
+@given(sections(), base_offsets, base_timestamps, base_sequences, log_append_times)
+def test_valid_sections(section, base_offset, base_timestamp, base_sequence, lat):
+    data, count = section
+    kind, _ = _same(data, count, base_offset, base_timestamp, base_sequence, lat)
+    assert kind == "ok"
+
+
+@needs_ext
+@FAST
+@given(odd_sections(), base_offsets, base_timestamps, base_sequences)
+def test_non_canonical_varints(section, base_offset, base_timestamp, base_sequence):
+    data, count = section
+    kind, _ = _same(data, count, base_offset, base_timestamp, base_sequence)
+    assert kind == "ok"
+
+
+@needs_ext
+@settings(max_examples=60, deadline=None)
+@given(st.lists(record_fields, min_size=1, max_size=5), st.sampled_from((0, 1)),
+       st.integers(-1, 2**31 - 1))
+def test_record_batch_end_to_end(recs, ts_type, base_sequence):
+    rows = [(1000 + od % 1000, 10**12 + td % 10**6, k, v, h) for od, td, k, v, h in recs]
+    rows.sort(key=lambda r: r[0])
+    data = encode_batch(rows, timestamp_type=ts_type, log_append_time=5 * 10**12,
+                        base_sequence=base_sequence,
+                        producer_id=-1 if base_sequence < 0 else 9, producer_epoch=0)
+    batch = RecordBatch(data)
+    fast = batch.records()
+    assert fast == decode_records_pure(batch.records_bytes(), batch.count, batch.base_offset,
+                                       batch.base_timestamp, batch.base_sequence,
+                                       batch.max_timestamp if ts_type else None)
+    assert [r.sequence for r in fast] == [
+        -1 if base_sequence < 0 else batch_v2.increment_sequence(base_sequence, r.offset - 1000
+                                                                 + (1000 - batch.base_offset))
+        for r in fast]
+
+
+# -- equality on damaged input ------------------------------------------------------------
+
+@needs_ext
+@settings(max_examples=600, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutated(), base_sequences, log_append_times)
+def test_mutated_sections(section, base_sequence, lat):
+    data, count = section
+    _same(data, count, 100, 1000, base_sequence, lat)
+
+
+@needs_ext
+@FAST
+@given(st.binary(max_size=64), st.integers(-2, 12))
+def test_random_bytes(data, count):
+    _same(data, count, 5, 5, 5, None)
+
+
+_VALID = encode_record(0, 0, b"k", b"v", [("h", b"x")])
+
+CASES = {
+    "empty data": (b"", 1, "premature end"),
+    "trailing byte": (_VALID + b"\x00", 1, "bytes remain"),
+    "count zero, data left": (_VALID, 0, "bytes remain"),
+    "negative count": (b"", -3, None),
+    "negative length": (b"\x01" + _VALID[1:], 1, "record length -1"),
+    "length past end": (b"\x7e", 1, "record length 63"),
+    "empty record": (b"\x00\x00\x00", 1, "premature end"),
+    "varint 6 bytes": (b"\xff\xff\xff\xff\xff\x01", 1, "longer than 5"),
+    "varint cut": (b"\xff\xff", 1, "varint runs past"),
+    "varlong 11 bytes": (b"\x18\x00" + b"\xff" * 10 + b"\x00" * 13, 1, "longer than 10"),
+    "varlong cut": (b"\x04\x00\x80", 1, "varint runs past"),
+    "zero length at the end": (b"\x00", 1, "premature end"),
+    "attributes only": (b"\x02\x00", 1, "varint runs past"),
+    "key past end": (b"\x0a\x00\x00\x00\x7e\x00", 1, "premature end"),
+    "value past end": (b"\x0a\x00\x00\x00\x01\x7e", 1, "premature end"),
+    "structure mismatch": (b"\x0e\x00\x00\x00\x01\x01\x00\x00", 1, "does not match"),
+    "header count negative": (b"\x0a\x00\x00\x00\x01\x01\x01", 1, "invalid header count -1"),
+    "header count too big": (b"\x0a\x00\x00\x00\x01\x01\x7e", 1, "invalid header count 63"),
+    "non-canonical zero headers past": (b"\x0a\x00\x00\x00\x01\x01\x80\x00", 1,
+                                        "invalid header count 0"),
+    "null header key": (b"\x0e\x00\x00\x00\x01\x01\x02\x01\x00", 1, "header key is null"),
+    "header key not utf-8": (b"\x12\x00\x00\x00\x01\x01\x02\x02\xff\x00", 1, "not valid UTF-8"),
+    "surrogate header key": (b"\x16\x00\x00\x00\x01\x01\x02\x06\xed\xa0\x80\x00", 1,
+                             "not valid UTF-8"),
+    "header value past record": (b"\x10\x00\x00\x00\x01\x01\x02\x00\x04\x00\x00\x00", 1,
+                                 "runs past the record"),
+    "header key cut": (b"\x0e\x00\x00\x00\x01\x01\x02\x7e", 1, "varint runs past"),
+}
+
+
+@needs_ext
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_error(name):
+    data, count, expected = CASES[name]
+    outcome = _same(data, count)
+    if expected is None:
+        assert outcome == ("ok", [])
+    else:
+        assert outcome[0] == "CorruptBatch" and expected in outcome[2], outcome
+
+
+# -- arguments off the fast path fall back to the pure function ----------------------------
+
+@needs_ext
+@pytest.mark.parametrize("kind", [bytearray, memoryview])
+def test_buffer_types(kind):
+    # (no headers for memoryview: the pure code calls .decode on a header key slice)
+    hs = [("h", b"v")] if kind is bytearray else []
+    data = b"".join(encode_record(i, i, b"key", b"value", hs) for i in range(3))
+    assert _same(kind(data), 3)[0] == "ok"
+    assert _same(kind(data[:-1]), 3)[0] == "CorruptBatch"
+
+
+@needs_ext
+@pytest.mark.parametrize("args", [
+    (2**63 - 1, 2**63 - 1, 2**31 - 1, None),   # sums overflow 64 bits: Python ints
+    (-(2**63), -(2**63), 0, None),
+    (2**70, -(2**70), 2**40, 2**80),           # arguments beyond 64 bits
+    (True, False, True, True),                 # bools are ints to the pure code
+])
+def test_extreme_arguments(args):
+    data = encode_record(2**31 - 1, 2**63 - 1, None, b"", []) + encode_record(
+        -(2**31), -(2**63), b"", None, [])
+    assert _same(data, 2, *args)[0] == "ok"
+    assert _same(data, 2**70, *args)[0] == "CorruptBatch"
