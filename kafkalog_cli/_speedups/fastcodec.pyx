@@ -50,6 +50,7 @@ cdef extern from *:
         return m->offset;
     }
     """
+    void PyObject_GC_UnTrack(object o)
     object kl_alloc(object type)
     void kl_set_slot(object o, Py_ssize_t off, object v)
     Py_ssize_t kl_member_offset(object descr)
@@ -80,6 +81,12 @@ cdef int64_t I64_MIN = -I64_MAX - 1
 # --- Record slot layout ------------------------------------------------------------------
 
 cdef bint _fast_record = False
+cdef int _untrack = 0
+
+def _set_untrack(int m):
+    global _untrack
+    _untrack = m
+
 cdef Py_ssize_t _off_offset = 0, _off_timestamp = 0, _off_key = 0, _off_value = 0
 cdef Py_ssize_t _off_headers = 0, _off_sequence = 0, _off_attributes = 0, _off_crc = 0
 
@@ -248,6 +255,8 @@ cdef object _headers(const unsigned char *p, int64_t end, int64_t *ppos, int64_t
         PyTuple_SET_ITEM(pair, 0, hkey)
         Py_INCREF(hval)
         PyTuple_SET_ITEM(pair, 1, hval)
+        if _untrack >= 1:
+            PyObject_GC_UnTrack(pair)
         Py_INCREF(pair)
         PyList_SET_ITEM(hs, j, pair)
     ppos[0] = pos
@@ -378,6 +387,10 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
             kl_set_slot(rec, _off_sequence, seq_obj)
             kl_set_slot(rec, _off_attributes, PyLong_FromLong(attributes))
             kl_set_slot(rec, _off_crc, None)
+            if _untrack >= 2:
+                PyObject_GC_UnTrack(rec)
+            if _untrack >= 3:
+                PyObject_GC_UnTrack(headers)
         else:
             rec = Record(offset_obj, ts_obj, key, value, headers, seq_obj,
                          PyLong_FromLong(attributes))

@@ -59,6 +59,7 @@ class SegmentSummary:
 
 
 _DAMAGE_CODES = {"torn-tail": "LOG_TORN_TAIL", "zero-tail": "LOG_ZERO_TAIL",
+                 "garbage-tail": "LOG_GARBAGE_TAIL", "corrupt": "LOG_CORRUPT_MID_FILE",
                  "bad-size": "LOG_BAD_SIZE", "bad-batch": "LOG_BAD_BATCH",
                  "entry-too-big": "LOG_ENTRY_TOO_BIG"}
 
@@ -190,7 +191,7 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
 
     last = prev_last
     prev_batch_last: int | None = None  # within this segment
-    for pos, b in iter_batches(path, on_damage=on_damage):
+    for pos, b in iter_batches(path, on_damage=on_damage, resync=True):
         stats.batches += 1
         stats.bytes += b.size
         s.valid_end = pos + b.size

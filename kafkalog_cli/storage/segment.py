@@ -26,7 +26,7 @@ def open_readable(path: Path):  # type: ignore[no-untyped-def]
 
 def iter_batches(path: Path, start: int = 0, end: int | None = None,
                  on_damage: DamageSink | None = None,
-                 max_entry: int | None = None) -> Iterator[tuple[int, Batch]]:
+                 max_entry: int | None = None, resync: bool = False) -> Iterator[tuple[int, Batch]]:
     """(position, batch) for every framable entry; damage goes to `on_damage`.
 
     An entry whose header does not decode (unknown magic, malformed legacy message) is
@@ -34,9 +34,13 @@ def iter_batches(path: Path, start: int = 0, end: int | None = None,
     """
     with open_readable(path) as f:
         kw = {} if max_entry is None else {"max_entry": max_entry}
-        scanner = EntryScanner(f, start, end, **kw)  # type: ignore[arg-type]
+        scanner = EntryScanner(f, start, end, resync=resync, **kw)  # type: ignore[arg-type]
+        reported = 0
         try:
             for pos, view in scanner:
+                while on_damage and reported < len(scanner.damages):
+                    on_damage(scanner.damages[reported])
+                    reported += 1
                 try:
                     batch = decode_entry(view)
                 except CorruptBatch as e:
@@ -46,8 +50,9 @@ def iter_batches(path: Path, start: int = 0, end: int | None = None,
                 yield pos, batch
         except OSError as e:
             raise LogDirIOError(f"{path}: read failed: {e.strerror}") from None
-        if scanner.damage and on_damage:
-            on_damage(scanner.damage)
+        while on_damage and reported < len(scanner.damages):
+            on_damage(scanner.damages[reported])
+            reported += 1
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 ``ensure_corpus()`` returns a :class:`Corpus` cached under
 ``.kafka-ref/corpus-<kafka version>-<recipe hash>/``; it is regenerated only when the Kafka
-version or this recipe (this file or kafka_ref.py) changes. Layout::
+version or this recipe (this file, or the broker defaults in kafka_ref.py) changes. Layout::
 
     logs/            the broker's log.dirs after a clean shutdown (never modify: copy first)
     recovered/       a copy of logs/ whose .index/.timeindex/.txnindex files were deleted and
@@ -78,8 +78,10 @@ HEADER_KEYS = ["trace-id", "source", "h", "\u00fc-key", "empty-value"]
 def recipe_hash() -> str:
     h = hashlib.sha256()
     h.update(f"recipe {RECIPE_VERSION} kafka {kafka_ref.kafka_version()}\n".encode())
-    for name in ("broker_corpus.py", "kafka_ref.py"):
-        h.update((HERE / name).read_bytes())
+    h.update((HERE / "broker_corpus.py").read_bytes())
+    # the parts of kafka_ref.py that shape what the brokers write
+    h.update(json.dumps([kafka_ref.KafkaBroker.DEFAULT_PROPS,
+                         kafka_ref.LegacyBroker.DEFAULT_PROPS], sort_keys=True).encode())
     return h.hexdigest()[:12]
 
 

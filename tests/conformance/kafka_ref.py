@@ -744,6 +744,17 @@ def parse_dump_log(stdout: str) -> list[dict]:
     return out
 
 
+class DumpLogView:
+    """kafka-dump-log ``--deep-iteration --print-data-log`` over a set of .log files (one
+    JVM), parsed: ``files``, ``returncode``, ``stdout``, ``stderr``, ``entries``."""
+
+    def __init__(self, files: list[str], *extra: str):
+        self.files = [str(f) for f in files]
+        self.returncode, self.stdout, self.stderr = dump_log(
+            self.files, "--deep-iteration", "--print-data-log", *extra)
+        self.entries = parse_dump_log(self.stdout)
+
+
 def dump_by_file(entries: list[dict]) -> dict[str, dict]:
     """Group parse_dump_log() output: {file: {"batches": [...], "entries": [...]}}."""
     res: dict[str, dict] = {}
