@@ -51,6 +51,8 @@ cdef extern from *:
     }
     """
     void PyObject_GC_UnTrack(object o)
+    int PyGC_Disable()
+    int PyGC_Enable()
     object kl_alloc(object type)
     void kl_set_slot(object o, Py_ssize_t off, object v)
     Py_ssize_t kl_member_offset(object descr)
@@ -255,7 +257,7 @@ cdef object _headers(const unsigned char *p, int64_t end, int64_t *ppos, int64_t
         PyTuple_SET_ITEM(pair, 0, hkey)
         Py_INCREF(hval)
         PyTuple_SET_ITEM(pair, 1, hval)
-        if _untrack >= 1:
+        if _untrack % 10 >= 1:
             PyObject_GC_UnTrack(pair)
         Py_INCREF(pair)
         PyList_SET_ITEM(hs, j, pair)
@@ -387,9 +389,9 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
             kl_set_slot(rec, _off_sequence, seq_obj)
             kl_set_slot(rec, _off_attributes, PyLong_FromLong(attributes))
             kl_set_slot(rec, _off_crc, None)
-            if _untrack >= 2:
+            if _untrack % 10 >= 2:
                 PyObject_GC_UnTrack(rec)
-            if _untrack >= 3:
+            if _untrack % 10 >= 3:
                 PyObject_GC_UnTrack(headers)
         else:
             rec = Record(offset_obj, ts_obj, key, value, headers, seq_obj,
@@ -463,8 +465,15 @@ def decode_records(data, count, base_offset, base_timestamp, base_sequence, log_
     err.code = 0
     err.pos = 0
     err.value = 0
-    result = _decode(<bytes>data, c_count, c_offset, c_timestamp, c_sequence, log_append_time,
+    cdef int was = 0
+    if _untrack >= 10:
+        was = PyGC_Disable()
+    try:
+        result = _decode(<bytes>data, c_count, c_offset, c_timestamp, c_sequence, log_append_time,
                      base_offset, base_timestamp, &err)
+    finally:
+        if was:
+            PyGC_Enable()
     if err.code:
         _raise(&err)
     return result
