@@ -62,13 +62,18 @@ def read_kafkalog(batches: list[bytes]) -> int:
     return n
 
 
-def best_rate(fn, batches: list[bytes], runs: int) -> float:
+def best_rate(fn, batches: list[bytes], runs: int, gc_enabled: bool = True) -> float:
     best = float("inf")
     for _ in range(runs):
         gc.collect()
-        t0 = time.perf_counter()
-        n = fn(batches)
-        best = min(best, time.perf_counter() - t0)
+        if not gc_enabled:
+            gc.disable()
+        try:
+            t0 = time.perf_counter()
+            n = fn(batches)
+            best = min(best, time.perf_counter() - t0)
+        finally:
+            gc.enable()
     return n / best
 
 
@@ -96,19 +101,37 @@ def main() -> int:
                for d in batches[:3] for r in RecordBatch(d).records()]
         assert got == ref, f"{fn} disagrees with kafka-python"
 
-    results = {}
-    results["kafka-python DefaultRecordBatch"] = best_rate(read_kafka_python, batches, args.runs)
-    batch_v2.decode_records = pure
-    results["kafkalog pure Python"] = best_rate(read_kafkalog, batches, args.runs)
+    def kafkalog_with(decoder, untracked=False):
+        def run(batches):
+            batch_v2.decode_records = decoder
+            old = fastcodec.set_untracked_records(untracked) if fastcodec else None
+            try:
+                return read_kafkalog(batches)
+            finally:
+                if fastcodec:
+                    fastcodec.set_untracked_records(old)
+                batch_v2.decode_records = compiled or pure
+        return run
+
+    fastcodec = None
+    contenders = {"kafka-python DefaultRecordBatch": read_kafka_python,
+                  "kafkalog pure Python": kafkalog_with(pure)}
     if compiled is not None:
-        batch_v2.decode_records = compiled
-        results["kafkalog compiled (Cython)"] = best_rate(read_kafkalog, batches, args.runs)
+        from kafkalog_cli._speedups import fastcodec
+        contenders["kafkalog compiled (Cython)"] = kafkalog_with(compiled)
+        contenders["  ... records GC-untracked"] = kafkalog_with(compiled, untracked=True)
     else:
         print("(compiled decoder not available: build it with pip install -e .)")
 
-    base = results["kafka-python DefaultRecordBatch"]
-    for name, rate in results.items():
-        print(f"  {name:32s} {rate / 1e6:8.3f} M records/s  {rate / base:6.1f}x")
+    print(f"  {'':32s} {'GC enabled (default)':>24s}   {'GC disabled':>22s}")
+    base = {}
+    for name, fn in contenders.items():
+        cells = []
+        for gc_on in (True, False):
+            rate = best_rate(fn, batches, args.runs, gc_on)
+            base.setdefault(gc_on, rate)
+            cells.append(f"{rate / 1e6:7.3f} M rec/s {rate / base[gc_on]:5.1f}x")
+        print(f"  {name:32s} {cells[0]:>24s}   {cells[1]:>22s}")
     return 0
 
 

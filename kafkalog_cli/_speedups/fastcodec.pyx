@@ -51,8 +51,6 @@ cdef extern from *:
     }
     """
     void PyObject_GC_UnTrack(object o)
-    int PyGC_Disable()
-    int PyGC_Enable()
     object kl_alloc(object type)
     void kl_set_slot(object o, Py_ssize_t off, object v)
     Py_ssize_t kl_member_offset(object descr)
@@ -83,12 +81,7 @@ cdef int64_t I64_MIN = -I64_MAX - 1
 # --- Record slot layout ------------------------------------------------------------------
 
 cdef bint _fast_record = False
-cdef int _untrack = 0
-
-def _set_untrack(int m):
-    global _untrack
-    _untrack = m
-
+cdef bint _untrack_records = False
 cdef Py_ssize_t _off_offset = 0, _off_timestamp = 0, _off_key = 0, _off_value = 0
 cdef Py_ssize_t _off_headers = 0, _off_sequence = 0, _off_attributes = 0, _off_crc = 0
 
@@ -128,6 +121,19 @@ _probe_record_layout()
 def fast_record_construction():
     """Whether records are built slot by slot (True) or through Record(...) (False)."""
     return bool(_fast_record)
+
+
+def set_untracked_records(bint enable):
+    """Opt-in, off by default: hand out records (and their headers lists) untracked by the
+    cyclic GC. A batch keeps hundreds of records alive at once, so the GC keeps collecting and
+    promoting them, which costs about as much as decoding them (see bench/bench_codec.py).
+    Untracked, a reference cycle a caller builds through a record (say
+    `r.headers.append(r)`) is never collected: a leak, never a crash. Returns the old setting.
+    """
+    global _untrack_records
+    old = _untrack_records
+    _untrack_records = enable
+    return bool(old)
 
 
 # --- varints -----------------------------------------------------------------------------
@@ -257,8 +263,9 @@ cdef object _headers(const unsigned char *p, int64_t end, int64_t *ppos, int64_t
         PyTuple_SET_ITEM(pair, 0, hkey)
         Py_INCREF(hval)
         PyTuple_SET_ITEM(pair, 1, hval)
-        if _untrack % 10 >= 1:
-            PyObject_GC_UnTrack(pair)
+        # (str, bytes | None) cannot be part of a cycle: CPython untracks such tuples itself
+        # at their first collection, we do it now, before they cost the GC anything.
+        PyObject_GC_UnTrack(pair)
         Py_INCREF(pair)
         PyList_SET_ITEM(hs, j, pair)
     ppos[0] = pos
@@ -277,6 +284,7 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
     cdef int rc
     cdef Py_ssize_t i, n_alloc
     cdef bint fast = _fast_record
+    cdef bint untrack = _untrack_records
     cdef bint lat_none = log_append_time is None
     cdef list out
     cdef object key, value, headers, offset_obj, ts_obj, seq_obj, rec
@@ -389,9 +397,8 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
             kl_set_slot(rec, _off_sequence, seq_obj)
             kl_set_slot(rec, _off_attributes, PyLong_FromLong(attributes))
             kl_set_slot(rec, _off_crc, None)
-            if _untrack % 10 >= 2:
+            if untrack:
                 PyObject_GC_UnTrack(rec)
-            if _untrack % 10 >= 3:
                 PyObject_GC_UnTrack(headers)
         else:
             rec = Record(offset_obj, ts_obj, key, value, headers, seq_obj,
@@ -465,15 +472,8 @@ def decode_records(data, count, base_offset, base_timestamp, base_sequence, log_
     err.code = 0
     err.pos = 0
     err.value = 0
-    cdef int was = 0
-    if _untrack >= 10:
-        was = PyGC_Disable()
-    try:
-        result = _decode(<bytes>data, c_count, c_offset, c_timestamp, c_sequence, log_append_time,
+    result = _decode(<bytes>data, c_count, c_offset, c_timestamp, c_sequence, log_append_time,
                      base_offset, base_timestamp, &err)
-    finally:
-        if was:
-            PyGC_Enable()
     if err.code:
         _raise(&err)
     return result

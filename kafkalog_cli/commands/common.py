@@ -1,0 +1,38 @@
+"""Helpers that several commands share: partitions of a target, and the log-dir lock."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+from kafkalog_cli.errors import UsageError
+from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.logdir import PartitionDir, Target, open_target
+
+
+def partitions_of(paths: tuple[str, ...]) -> list[tuple[Target, list[PartitionDir], set[int] | None]]:
+    """Each PATH as (target, its partitions, chosen segment bases or None for all)."""
+    out = []
+    for p in paths:
+        t = open_target(p)
+        if t.kind == "file":
+            from kafkalog_cli.storage import naming
+            from kafkalog_cli.storage.logdir import scan_partition
+
+            fn = naming.parse_file_name(t.path.name)
+            if fn.kind is not naming.FileKind.SEGMENT or fn.offset is None or fn.temp:
+                raise UsageError(f"{t.path}: name a segment file, a partition dir or a log dir")
+            out.append((t, [scan_partition(t.path.parent)], {fn.offset}))
+        else:
+            out.append((t, t.partitions(), None))
+    return out
+
+
+def lock_dirs(parts: list[PartitionDir], stack: ExitStack) -> None:
+    """Take `.lock` in each log dir that holds one of `parts` (the dir a broker locks)."""
+    seen: set[Path] = set()
+    for part in parts:
+        root = part.path.parent.resolve()
+        if root not in seen:
+            seen.add(root)
+            stack.enter_context(LogDirLock(root))

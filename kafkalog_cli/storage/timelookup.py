@@ -1,0 +1,104 @@
+"""ListOffsets offline: the first offset whose timestamp is at or after T, found as the broker
+finds it (UnifiedLog.fetchOffsetByTimestamp, LogSegment.findOffsetByTimestamp):
+
+  1. the first segment whose largest timestamp >= T (last time-index entry, else the
+     log's max found by scanning, as the in-memory maxTimestampSoFar would hold)
+  2. time index lookup(T) -> offset; offset index lookup(max(that, log start)) -> position
+  3. scan batches from there to the first with maxTimestamp >= T, then the first record
+     in it with timestamp >= T (CreateTime need not be monotonic inside a batch)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from kafkalog_cli.codec import index_entry as ie
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.logdir import PartitionDir
+from kafkalog_cli.storage.reader import seek_position
+from kafkalog_cli.storage.segment import Segment
+
+
+@dataclass(frozen=True)
+class Found:
+    offset: int | None
+    timestamp: int | None
+
+
+def largest_timestamp(seg: Segment) -> int:
+    """LogSegment.maxTimestampSoFar: the last time-index entry, read with one 12-byte pread."""
+    if seg.has_timeindex:
+        p = seg.path(naming.TIMEINDEX)
+        try:
+            size = os.stat(p).st_size
+            if size >= ie.TIME_ENTRY.size:
+                with open(p, "rb") as f:
+                    # the last entry of a trimmed index; an untrimmed one needs the full read
+                    f.seek(size - size % ie.TIME_ENTRY.size - ie.TIME_ENTRY.size)
+                    ts, rel = ie.TIME_ENTRY.unpack(f.read(ie.TIME_ENTRY.size))
+                if rel != 0 or size == ie.TIME_ENTRY.size:
+                    return ts
+                tidx = seg.time_index()
+                if tidx is not None and tidx.entries:
+                    return tidx.last_entry()[0]
+        except OSError:
+            pass
+    best = -1
+    for _pos, b in seg.batches():
+        if b.max_timestamp > best:
+            best = b.max_timestamp
+    return best
+
+
+def offset_for_time(part: PartitionDir, target: int, log_start: int | None = None) -> Found:
+    segs = part.segments
+    start = log_start if log_start is not None else (segs[0].base_offset if segs else 0)
+    for seg in segs:
+        if largest_timestamp(seg) < target:
+            continue
+        found = _in_segment(seg, target, start)
+        if found.offset is not None:
+            return found
+    return Found(None, None)
+
+
+def _in_segment(seg: Segment, target: int, log_start: int) -> Found:
+    offset_hint = seg.base_offset
+    if seg.has_timeindex:
+        try:
+            tidx = seg.time_index()
+            if tidx is not None:
+                offset_hint = tidx.lookup(target)[1]
+        except OSError:
+            pass
+    pos = seek_position(seg, max(offset_hint, log_start))
+    for _pos, b in seg.batches(pos):
+        if b.max_timestamp < target or b.last_offset < log_start:
+            continue
+        for r in b.records():
+            if r.timestamp >= target and r.offset >= log_start:
+                return Found(r.offset, r.timestamp)
+    return Found(None, None)
+
+
+def max_timestamp_offset(part: PartitionDir) -> Found:
+    """The first record carrying the partition's largest timestamp (ListOffsets MAX_TIMESTAMP)."""
+    best_seg, best = None, -1
+    for seg in part.segments:
+        ts = largest_timestamp(seg)
+        if ts > best:
+            best_seg, best = seg, ts
+    if best_seg is None:
+        return Found(None, None)
+    return _in_segment(best_seg, best, best_seg.base_offset)
+
+
+def log_end_offset(part: PartitionDir) -> int:
+    for seg in reversed(part.segments):
+        last = None
+        for _pos, b in seg.batches():
+            last = b.last_offset
+        if last is not None:
+            return last + 1
+    return part.segments[-1].base_offset if part.segments else 0
