@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retain": ("retain", "Apply time/size/log-start retention offline, crash-safe."),
     "compact": ("compact", "Run Kafka's log cleaner offline, in bounded memory."),
     "recover": ("recover", "Do offline what a broker does after an unclean shutdown."),
+    "info": ("info", "One-screen overview: partitions, offsets, checkpoints, sizes, state."),
     "generate": ("generate", "Write a deterministic, seeded log dir (fixtures, drills)."),
 }
 
