@@ -149,6 +149,12 @@ def test_append_swapped_into_broker_reads_back(appended, stopped_broker):
         text = b.log_text()
         bad = [ln for ln in text.splitlines() if "rt-" in ln and RECOVERY_LINE.search(ln)]
         assert not bad, "the broker recovered appended segments:\n" + "\n".join(bad[:20])
+        for codec in CODECS:
+            t = appended[codec]["topic"]
+            m = re.search(rf"Completed load of Log\(dir=[^,]*/{re.escape(t)}-0,.*?"
+                          rf"logEndOffset=(\d+)\)", text)
+            assert m, f"no 'Completed load' line for {t}"
+            assert int(m.group(1)) == len(appended[codec]["records"]), m.group(0)
         got = consume_all(b.bootstrap, [appended[c]["topic"] for c in CODECS])
     finally:
         b.stop()
