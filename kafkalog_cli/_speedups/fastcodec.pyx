@@ -80,6 +80,7 @@ cdef int64_t I64_MIN = -I64_MAX - 1
 
 # --- Record slot layout ------------------------------------------------------------------
 
+cdef object _Record = Record  # a C-level reference: no global lookup per record
 cdef bint _fast_record = False
 cdef bint _untrack_records = False
 cdef Py_ssize_t _off_offset = 0, _off_timestamp = 0, _off_key = 0, _off_value = 0
@@ -109,6 +110,16 @@ def _probe_record_layout():
     if len(set(offs)) != 8 or any(o < object.__basicsize__ or o >= Record.__basicsize__
                                   for o in offs):
         return False
+    # __init__ must store its arguments as they are (and crc=None), as the slot writes do
+    args = (2**65 + 1, 2**65 + 2, bytes(3), bytes(4), [("h", None)], 2**65 + 3, 2**65 + 4)
+    try:
+        probe = Record(*args)
+        if any(getattr(probe, name) is not arg for name, arg in zip(_SLOT_NAMES, args)):
+            return False
+        if probe.crc is not None:
+            return False
+    except Exception:
+        return False
     (_off_offset, _off_timestamp, _off_key, _off_value, _off_headers, _off_sequence,
      _off_attributes, _off_crc) = offs
     _fast_record = True
@@ -121,6 +132,15 @@ _probe_record_layout()
 def fast_record_construction():
     """Whether records are built slot by slot (True) or through Record(...) (False)."""
     return bool(_fast_record)
+
+
+def _set_slot_writes(bint enable):
+    """Tests: force Record(...) calls (False), or probe again for slot writes (True)."""
+    global _fast_record
+    if enable:
+        return _probe_record_layout()
+    _fast_record = False
+    return False
 
 
 def set_untracked_records(bint enable):
@@ -388,7 +408,7 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
             ts_obj = PyLong_FromLongLong(base_timestamp + ts_delta)
 
         if fast:
-            rec = kl_alloc(Record)
+            rec = kl_alloc(_Record)
             kl_set_slot(rec, _off_offset, offset_obj)
             kl_set_slot(rec, _off_timestamp, ts_obj)
             kl_set_slot(rec, _off_key, key)
@@ -401,8 +421,8 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
                 PyObject_GC_UnTrack(rec)
                 PyObject_GC_UnTrack(headers)
         else:
-            rec = Record(offset_obj, ts_obj, key, value, headers, seq_obj,
-                         PyLong_FromLong(attributes))
+            rec = _Record(offset_obj, ts_obj, key, value, headers, seq_obj,
+                          PyLong_FromLong(attributes))
         if i >= n_alloc:  # unreachable (see n_alloc), kept as a memory-safety guard
             raise AssertionError("record count bookkeeping")
         Py_INCREF(rec)

@@ -19,6 +19,7 @@ one exists the damage is mid-file ("corrupt", its size = bytes skipped) and, wit
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -36,7 +37,7 @@ from kafkalog_cli.codec.model import Damage
 
 DEFAULT_CHUNK = 4 * 1024 * 1024
 DEFAULT_MAX_ENTRY = 256 * 1024 * 1024
-DEFAULT_RESYNC_WINDOW = 16 * 1024 * 1024
+DEFAULT_RESYNC_WINDOW = 4 * 1024 * 1024
 _ZERO_PROBE = 1024 * 1024
 _unpack_overhead = LOG_OVERHEAD.unpack_from
 
@@ -162,28 +163,6 @@ class EntryScanner:
             reason = f"{left} bytes that are not a batch header follow the last whole batch"
         self._add(Damage(pos, code, reason, left))
 
-    def _probe(self, pos: int) -> int | None:
-        """The next position (within the window) where an entry frames and its CRC checks."""
-        f = self._f
-        f.seek(pos)
-        n = min(self.end - pos, self._window)
-        if n <= HEADER_SIZE_UP_TO_MAGIC:
-            return None
-        data = f.read(n)
-        i = 0
-        best: int | None = None
-        while i + HEADER_SIZE_UP_TO_MAGIC < len(data):
-            m = data[i + MAGIC_POS]
-            if m <= 2:
-                off, size = _unpack_overhead(data, i)
-                total = size + LOG_OVERHEAD_SIZE
-                if off >= 0 and size >= MIN_ENTRY_SIZE and pos + i + total <= self.end and \
-                        i + total <= len(data) and _crc_ok(data, i, total, m):
-                    best = pos + i
-                    break
-            i += 1
-        return best
-
     def _plausible_header(self, pos: int, left: int) -> bool:
         """A torn batch still has a sane header; anything else is garbage."""
         if left <= HEADER_SIZE_UP_TO_MAGIC:
@@ -202,6 +181,45 @@ class EntryScanner:
                 return False
             n -= len(block)
         return True
+
+    def _probe(self, pos: int) -> int | None:
+        """The next position (within the window) where an entry frames and its CRC checks.
+
+        Candidates are found by regex jumps, not a byte loop: the magic byte must be 0..2,
+        and a run of zeros can only end in a size field, so zero runs are skipped whole.
+        """
+        f = self._f
+        f.seek(pos)
+        n = min(self.end - pos, self._window)
+        if n <= HEADER_SIZE_UP_TO_MAGIC:
+            return None
+        data = f.read(n)
+        limit = len(data) - HEADER_SIZE_UP_TO_MAGIC
+        i = 0
+        while i < limit:
+            m = _MAGIC_CANDIDATE.search(data, i + MAGIC_POS)
+            if m is None:
+                return None
+            i = m.start() - MAGIC_POS
+            if i >= limit:
+                return None
+            if data[i + 8:i + 12] == b"\0\0\0\0":
+                nz = _NON_ZERO.search(data, i + 8)
+                if nz is None:
+                    return None
+                i = max(i + 1, nz.start() - 11)
+                continue
+            off, size = _unpack_overhead(data, i)
+            total = size + LOG_OVERHEAD_SIZE
+            if off >= 0 and size >= MIN_ENTRY_SIZE and pos + i + total <= self.end and \
+                    i + total <= len(data) and _crc_ok(data, i, total, data[i + MAGIC_POS]):
+                return pos + i
+            i += 1
+        return None
+
+
+_MAGIC_CANDIDATE = re.compile(rb"[\x00-\x02]")
+_NON_ZERO = re.compile(rb"[^\x00]")
 
 
 def _crc_ok(data: bytes, i: int, total: int, magic: int) -> bool:

@@ -82,8 +82,9 @@ class Segment:
             return 0
 
     def batches(self, start: int = 0, end: int | None = None,
-                on_damage: DamageSink | None = None) -> Iterator[tuple[int, Batch]]:
-        return iter_batches(self.log_path, start, end, on_damage)
+                on_damage: DamageSink | None = None,
+                resync: bool = False) -> Iterator[tuple[int, Batch]]:
+        return iter_batches(self.log_path, start, end, on_damage, resync=resync)
 
     def offset_index(self) -> OffsetIndex | None:
         return OffsetIndex.read(self.path(naming.INDEX), self.base_offset) if self.has_index \

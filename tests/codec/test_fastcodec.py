@@ -6,6 +6,7 @@ records (every slot, with the same types) or both raise CorruptBatch (same reaso
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -240,6 +241,34 @@ def test_record_batch_end_to_end(recs, ts_type, base_sequence):
         -1 if base_sequence < 0 else batch_v2.increment_sequence(base_sequence, r.offset - 1000
                                                                  + (1000 - batch.base_offset))
         for r in fast]
+
+
+@needs_ext
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(sections(), mutated()), base_sequences)
+def test_record_constructor_path(section, base_sequence):
+    """The Record(...) fallback (used if Record's layout ever changes) agrees too."""
+    data, count = section
+    fc._set_slot_writes(False)
+    try:
+        _same(data, count, 1, 2, base_sequence, None)
+    finally:
+        assert fc._set_slot_writes(True)
+
+
+@needs_ext
+def test_gc_tracking():
+    data = encode_record(0, 0, b"k", b"v", [("h", b"x")]) + encode_record(1, 0, None, None, [])
+    recs = fc.decode_records(data, 2, 0, 0, -1, None)
+    assert all(gc.is_tracked(r) and gc.is_tracked(r.headers) for r in recs)
+    assert not gc.is_tracked(recs[0].headers[0])  # (str, bytes): as CPython would untrack it
+    assert fc.set_untracked_records(True) is False
+    try:
+        untracked = fc.decode_records(data, 2, 0, 0, -1, None)
+    finally:
+        assert fc.set_untracked_records(False) is True
+    assert not any(gc.is_tracked(r) or gc.is_tracked(r.headers) for r in untracked)
+    assert _outcome(lambda *a: untracked, 0) == _outcome(lambda *a: recs, 0)
 
 
 # -- equality on damaged input ------------------------------------------------------------
