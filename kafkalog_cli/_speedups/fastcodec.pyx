@@ -14,6 +14,11 @@ for those too.
 Records are allocated with the type's tp_alloc and their eight slots written directly (Record is
 a plain `__slots__` class whose __init__ only stores its arguments); `_probe_record_layout`
 checks that at import and otherwise we call `Record(...)` like the pure code does.
+
+GC: header tuples (str, bytes | None) are untracked at birth, as CPython itself would do at
+their first collection. Records and their headers lists stay tracked unless
+`set_untracked_records(True)` (opt-in, see there): keeping a whole batch of records alive makes
+the cyclic GC run and promote them, which costs about as much as the decoding itself.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

@@ -23,9 +23,12 @@ from broker_corpus import CODECS, _Data, consume_all
 from kafkalog_run import run_kafkalog, same_text
 
 pytestmark = pytest.mark.conformance
-XFAIL = pytest.mark.xfail(reason="waits for issue 3: append", strict=False)
-
 N_RECORDS = 400
+SEGMENT_BYTES = 16384  # several segments per partition, so rolls and closed indexes count
+APPEND_OPTS = ("--input-format", "jsonl", "--payload", "base64",
+               "--segment-bytes", str(SEGMENT_BYTES))
+TXN_TOPIC = "rt-txn"
+TXN_PID = 7
 SEGMENT_FILES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 RECOVERY_LINE = re.compile(
     r"Recovering unflushed segment|recovering segment and rebuilding|Found invalid|"
@@ -66,10 +69,34 @@ def appended(kafka_reference, tmp_path_factory) -> dict:
         logdir.mkdir()
         topic = f"rt-{codec}"
         res = run_kafkalog("append", logdir, "--topic", topic, "--partition", "0",
-                           "--input", inp, "--input-format", "jsonl", "--codec", codec)
+                           "--input", inp, *APPEND_OPTS, "--codec", codec)
         out[codec] = {"result": res, "dir": logdir / f"{topic}-0", "records": records,
                       "topic": topic}
     return out
+
+
+@pytest.fixture(scope="module")
+def appended_txn(kafka_reference, tmp_path_factory) -> dict:
+    """rt-txn-0: a committed transaction, an aborted one (same producer), then plain
+    records; returns {"results", "dir", "committed", "aborted", "plain"}."""
+    root = tmp_path_factory.mktemp("append-txn")
+    logdir = root / "logs"
+    logdir.mkdir()
+    parts = {"committed": make_records(9201)[:60], "aborted": make_records(9202)[:45],
+             "plain": make_records(9203)[:15]}
+    runs = [("committed", ["--producer-id", str(TXN_PID), "--transactional",
+                           "--end-txn", "commit", "--base-sequence", "0"]),
+            ("aborted", ["--producer-id", str(TXN_PID), "--transactional",
+                         "--end-txn", "abort", "--base-sequence", "60"]),
+            ("plain", [])]
+    results = []
+    for name, extra in runs:
+        inp = root / f"{name}.jsonl"
+        inp.write_text("".join(json.dumps(r) + "\n" for r in parts[name]))
+        results.append(run_kafkalog("append", logdir, "--topic", TXN_TOPIC, "--partition",
+                                    "0", "--input", inp, *APPEND_OPTS, "--codec", "gzip",
+                                    *extra))
+    return {"results": results, "dir": logdir / f"{TXN_TOPIC}-0", **parts}
 
 
 def _check_append(a):
@@ -78,13 +105,15 @@ def _check_append(a):
     assert sorted(a["dir"].glob("*.log")), f"no .log in {a['dir']}"
 
 
-@XFAIL
 @pytest.mark.parametrize("codec", CODECS)
 def test_append_passes_kafka_dump_log_checks(appended, codec):
     a = appended[codec]
     _check_append(a)
     idx = sorted(str(p) for p in a["dir"].iterdir() if p.suffix in (".index", ".timeindex"))
     assert idx, "append wrote no index files"
+    if codec in ("none", "gzip"):  # enough bytes to roll at --segment-bytes and index
+        assert len(list(a["dir"].glob("*.log"))) > 1, "expected several segments"
+        assert any(Path(p).stat().st_size for p in idx), "expected index entries"
     rc, out, err = kafka_ref.dump_log(idx, "--verify-index-only")
     assert rc == 0 and err.strip() == "", f"kafka-dump-log --verify-index-only:\n{err}"
     assert out.count("Dumping ") == len(idx)
@@ -116,48 +145,75 @@ def test_append_passes_kafka_dump_log_checks(appended, codec):
 
 @pytest.fixture(scope="module")
 def stopped_broker(kafka_reference, tmp_path_factory):
-    """A broker with topics rt-<codec> (1 partition each), cleanly stopped."""
+    """A broker with topics rt-<codec> and rt-txn (1 partition each), cleanly stopped."""
     b = kafka_ref.KafkaBroker(work_dir=tmp_path_factory.mktemp("append-broker"))
     try:
         b.start()
-        for codec in CODECS:
-            b.create_topic(f"rt-{codec}", partitions=1)
+        for topic in [f"rt-{c}" for c in CODECS] + [TXN_TOPIC]:
+            b.create_topic(topic, partitions=1)
         b.stop()
         yield b
     finally:
         b.close()
 
 
-@XFAIL
-def test_append_swapped_into_broker_reads_back(appended, stopped_broker):
+def _swap_in(src: Path, target: Path) -> None:
+    """Replace the segment files of the broker's partition dir with kafkalog's (the broker's
+    partition.metadata and leader-epoch-checkpoint stay)."""
+    assert (target / "partition.metadata").exists()
+    for p in target.iterdir():
+        if p.suffix in SEGMENT_FILES:
+            p.unlink()
+    for p in src.iterdir():
+        if p.suffix in SEGMENT_FILES:
+            shutil.copy2(p, target / p.name)
+
+
+def test_append_swapped_into_broker_reads_back(appended, appended_txn, stopped_broker):
     b = stopped_broker
     for codec in CODECS:
         _check_append(appended[codec])
+    for res in appended_txn["results"]:
+        assert res.returncode == 0, res.describe()
     for codec in CODECS:
-        a = appended[codec]
-        target = b.log_dir / f"{a['topic']}-0"
-        assert (target / "partition.metadata").exists()
-        for p in target.iterdir():
-            if p.suffix in SEGMENT_FILES:
-                p.unlink()
-        for p in a["dir"].iterdir():
-            if p.suffix in SEGMENT_FILES:
-                shutil.copy2(p, target / p.name)
+        _swap_in(appended[codec]["dir"], b.log_dir / f"{appended[codec]['topic']}-0")
+    _swap_in(appended_txn["dir"], b.log_dir / f"{TXN_TOPIC}-0")
     assert (b.log_dir / ".kafka_cleanshutdown").exists()
     b.start()
     try:
         text = b.log_text()
         bad = [ln for ln in text.splitlines() if "rt-" in ln and RECOVERY_LINE.search(ln)]
         assert not bad, "the broker recovered appended segments:\n" + "\n".join(bad[:20])
-        for codec in CODECS:
-            t = appended[codec]["topic"]
+        n_txn = sum(len(appended_txn[k]) for k in ("committed", "aborted", "plain")) + 2
+        for t, n in [(appended[c]["topic"], len(appended[c]["records"])) for c in CODECS] + [
+                (TXN_TOPIC, n_txn)]:
             m = re.search(rf"Completed load of Log\(dir=[^,]*/{re.escape(t)}-0,.*?"
                           rf"logEndOffset=(\d+)\)", text)
             assert m, f"no 'Completed load' line for {t}"
-            assert int(m.group(1)) == len(appended[codec]["records"]), m.group(0)
+            assert int(m.group(1)) == n, m.group(0)
         got = consume_all(b.bootstrap, [appended[c]["topic"] for c in CODECS])
+        txn_all = consume_all(b.bootstrap, [TXN_TOPIC], "read_uncommitted")
+        txn_committed = consume_all(b.bootstrap, [TXN_TOPIC], "read_committed")
     finally:
         b.stop()
+    assert b.clean_stop
+
+    def payload(recs):
+        return [(r["timestamp"], r["timestampType"], r["key"], r["value"],
+                 [(h["key"], h["value"]) for h in r["headers"]]) for r in recs]
+
+    def expected(recs):
+        return [(r["timestamp"], "CreateTime", r["key"], r["value"],
+                 [(h["key"], h["value"]) for h in r["headers"]]) for r in recs]
+
+    assert payload(txn_all) == expected(appended_txn["committed"] + appended_txn["aborted"]
+                                        + appended_txn["plain"])
+    assert payload(txn_committed) == expected(appended_txn["committed"]
+                                              + appended_txn["plain"])
+    offs = [r["offset"] for r in txn_all]
+    ncom, nab = len(appended_txn["committed"]), len(appended_txn["aborted"])
+    assert offs == (list(range(ncom)) + list(range(ncom + 1, ncom + 1 + nab))
+                    + list(range(ncom + nab + 2, n_txn))), "control markers must take offsets"
     diffs = []
     for codec in CODECS:
         a = appended[codec]

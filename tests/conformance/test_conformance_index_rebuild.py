@@ -44,7 +44,6 @@ def _copy_closed_segments(corpus, dst_root: Path) -> list[tuple[Path, Path]]:
     return pairs
 
 
-@pytest.mark.xfail(reason="waits for issue 3: index-rebuild", strict=False)
 def test_index_rebuild_reproduces_broker_indexes_byte_for_byte(kafka_corpus, tmp_path):
     work = tmp_path / "logs"
     pairs = _copy_closed_segments(kafka_corpus, work)
