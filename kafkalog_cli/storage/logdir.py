@@ -147,7 +147,7 @@ def scan_log_dir(path: Path) -> LogDir:
     ld = LogDir(path)
     for entry in _listdir(path):
         if entry.is_dir(follow_symlinks=False):
-            if entry.name in (naming.REMOTE_INDEX_CACHE, naming.QUARANTINE):
+            if entry.name == naming.REMOTE_INDEX_CACHE:
                 continue
             if naming.parse_partition_dir(entry.name) is None:
                 ld.bad_dirs.append(entry.name)

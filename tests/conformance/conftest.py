@@ -20,10 +20,28 @@ import kafka_ref  # noqa: E402
 import kafkalog_run  # noqa: E402
 
 
+def _missing_reason() -> str | None:
+    try:
+        kafka_ref.ref_info()
+        return None
+    except kafka_ref.KafkaRefMissing as e:
+        return (f"{e}\n(the conformance tests need the reference Kafka: "
+                f"run `make kafka-ref`)")
+
+
 def pytest_collection_modifyitems(config, items):
+    missing = _missing_reason()
     for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.conformance)
+        if HERE not in Path(str(item.fspath)).resolve().parents:
+            continue
+        item.add_marker(pytest.mark.conformance)
+        if missing:
+            # Without .kafka-ref every test FAILS (not errors in a fixture, never skips):
+            # no fixture is set up, the test body is replaced by the failure.
+            def fail(_reason=missing):
+                pytest.fail(_reason, pytrace=False)
+            item.setup = lambda: None
+            item.runtest = fail
 
 
 @pytest.fixture(scope="session")
