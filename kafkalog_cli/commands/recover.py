@@ -1,5 +1,157 @@
-"""`kafkalog recover` (lands with issue #4)."""
+"""`kafkalog recover`: a broker's start-up recovery, offline, explained, losing nothing."""
 
-from kafkalog_cli.commands._pending import pending
+from __future__ import annotations
 
-command = pending("recover", 4, "Do offline what a broker does after an unclean shutdown.")
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from kafkalog_cli.commands import options
+from kafkalog_cli.commands.common import lock_dirs
+from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
+from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
+from kafkalog_cli.storage.quarantine import Quarantine
+from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL
+from kafkalog_cli.storage.recovery import Plan, apply_plan, plan_partition
+from kafkalog_cli.storage.replace import apply_loader_actions
+
+
+def _recovery_point(part: PartitionDir) -> int:
+    """From the log dir's checkpoint; a missing or unreadable one means 0, as for Kafka."""
+    if part.log_dir is None:
+        return 0
+    try:
+        return read_offsets(part.log_dir.path / naming.RECOVERY_POINT).get(part.key, 0)
+    except CorruptDataError:
+        return 0
+
+
+def _describe(plan: Plan) -> list[dict[str, Any]]:
+    rows = [{"action": a.action, "file": str(a.path), "reason": a.reason,
+             **({"to": str(a.to)} if a.to else {})} for a in plan.loader]
+    return rows + [a.as_dict() for a in plan.actions]
+
+
+def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[str, Any]],
+          dry: bool) -> str:
+    lines = []
+    for r in rows:
+        what = r["action"]
+        extra = ""
+        if "bytes" in r:
+            extra += f" bytes {r['bytes'][0]}..{r['bytes'][1]}"
+        if r.get("offsets"):
+            extra += f" offsets {r['offsets'][0]}..{r['offsets'][1]}"
+        if r.get("records") is not None:
+            extra += f" ({r['records']} records)"
+        if "to" in r:
+            extra += f" -> {r['to']}"
+        lines.append(f"{'would ' if dry else ''}{what:<13} {r['file']}{extra}: {r['reason']}")
+    for p in problems:
+        at = f":{p['position']}" if p["position"] is not None else ""
+        lines.append(f"problem       {p['file']}{at}: {p['message']}")
+    return "\n".join(lines)
+
+
+@click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
+               "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage.")
+@options.paths_argument
+@click.option("--full", is_flag=True, help="Validate every segment, not just from the recovery point.")
+@click.option("--force", is_flag=True,
+              help="Also truncate where valid data follows the damage (as a broker would).")
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where removed files and cut bytes go (default: "
+                   "<log dir>/../.kafkalog-quarantine/<log dir name>/<UTC time>/).")
+@click.option("--no-quarantine", is_flag=True, help="Delete instead of quarantining.")
+@click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,
+              show_default=True)
+@options.format_option(default="text", choices=("text", "json"))
+def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
+            quarantine_dir: Path | None, no_quarantine: bool, index_interval_bytes: int,
+            fmt: str) -> int:
+    """Do offline, and explain, what a broker does at start-up after an unclean shutdown:
+    finish or undo interrupted replacements (.cleaned/.swap/.deleted), drop orphan indexes,
+    validate segments from the recovery point, cut a torn or corrupt tail, rebuild indexes
+    and move the recovery point to the log end. Every removed file and every cut byte goes
+    to a quarantine folder first, with a manifest. Running it twice changes nothing the
+    second time.
+
+    \b
+    Examples:
+      kafkalog recover /var/lib/kafka --dry-run
+      kafkalog recover /var/lib/kafka/orders-0 --full
+      kafkalog recover /var/lib/kafka --quarantine /mnt/spare/quarantine
+    """
+    if quarantine_dir and no_quarantine:
+        raise UsageError("--quarantine and --no-quarantine contradict each other")
+    report: list[dict[str, Any]] = []
+    changed = problems = 0
+    out = click.get_text_stream("stdout")
+    with ExitStack() as stack:
+        targets = [open_target(p) for p in paths]
+        parts = [x for t in targets for x in t.partitions()]
+        if not parts:
+            raise UsageError("no partition dirs found under " + ", ".join(paths))
+        if not dry_run:
+            lock_dirs(parts, stack)
+        quarantines: dict[Path, Quarantine] = {}
+        rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
+        hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
+        for part in parts:
+            log_dir = part.path.parent.resolve()
+            q = quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
+                                                           enabled=not no_quarantine))
+            rp = _recovery_point(part)
+            plan = plan_partition(part, rp, full=full, force=force, interval=index_interval_bytes)
+            rows = _describe(plan)
+            if not dry_run and not plan.empty:
+                # finish the loader passes first, then plan the rest on the real files
+                apply_loader_actions(plan.loader, q)
+                plan2 = plan_partition(scan_partition(part.path, part.log_dir), rp, full=full,
+                                       force=force, interval=index_interval_bytes)
+                apply_plan(plan2, q)
+                rows = _describe(plan) [:len(plan.loader)] + _describe(plan2)
+                plan = plan2
+            probs = [p.as_dict() for p in plan.problems]
+            changed += bool(rows)
+            problems += len(probs)
+            if part.log_dir is not None and plan.log_end_offset is not None and not probs:
+                if rp != plan.log_end_offset:
+                    rp_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
+                    rows.append({"action": "checkpoint", "file": str(log_dir / naming.RECOVERY_POINT),
+                                 "reason": f"recovery point {rp} -> {plan.log_end_offset}"})
+                    changed += 1
+                try:
+                    hw = read_offsets(log_dir / naming.REPLICATION).get(part.key)
+                except CorruptDataError:
+                    hw = None
+                if hw is not None and hw > plan.log_end_offset:
+                    hw_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
+                    rows.append({"action": "checkpoint", "file": str(log_dir / naming.REPLICATION),
+                                 "reason": f"high watermark {hw} -> {plan.log_end_offset} (the "
+                                           "broker clamps it to the log end at load)"})
+                    changed += 1
+            report.append({"partition": str(part.path), "recoveryPoint": rp,
+                           "logEndOffset": plan.log_end_offset, "actions": rows,
+                           "problems": probs})
+            if fmt == "text" and (rows or probs):
+                out.write(_text(part, rows, probs, dry_run) + "\n")
+        if not dry_run:
+            for log_dir, updates in rp_updates.items():
+                update_offsets(log_dir / naming.RECOVERY_POINT, updates)
+            for log_dir, updates in hw_updates.items():
+                update_offsets(log_dir / naming.REPLICATION, updates)
+    if fmt == "json":
+        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report},
+                               option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif not changed and not problems:
+        out.write("nothing to do\n")
+    if problems or (dry_run and changed):
+        return EXIT_UNFIXED
+    return EXIT_FIXED if changed else 0

@@ -66,9 +66,10 @@ class Segment:
     has_timeindex: bool = False
     has_txnindex: bool = False
     has_snapshot: bool = False
+    temp: str = ""  # read the files with this suffix (e.g. ".swap" while planning a recovery)
 
     def path(self, suffix: str) -> Path:
-        return self.directory / naming.segment_file_name(self.base_offset, suffix)
+        return self.directory / naming.segment_file_name(self.base_offset, suffix, self.temp)
 
     @property
     def log_path(self) -> Path:

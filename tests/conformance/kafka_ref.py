@@ -123,6 +123,17 @@ def free_ports(n: int = 1) -> list[int]:
             s.close()
 
 
+def _port_free(port: int) -> bool:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def port_open(port: int, host: str = "127.0.0.1", timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -368,6 +379,8 @@ class KafkaBroker:
         """Format if needed, start, wait until clients can talk to it. Returns seconds."""
         if self.running:
             raise KafkaProcessError("already running")
+        if not (_port_free(self.port) and _port_free(self.controller_port)):
+            self.port, self.controller_port = free_ports(2)  # taken since last time
         self.format()
         self._write_config()
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0

@@ -145,13 +145,23 @@ LEGACY_BATCH_FIELDS = {
 }
 
 
+# beyond the contract: compared only when kafkalog prints them
+V2_OPTIONAL_FIELDS = {"lastSequence": "lastSequence", "deleteHorizonMs": "deleteHorizonMs",
+                      "isvalid": "isValid"}
+LEGACY_OPTIONAL_FIELDS = {"isvalid": "isValid"}
+
+
 def batch_diffs(ref: dict, ours: dict) -> list[str]:
-    fields = LEGACY_BATCH_FIELDS if ref.get("legacy") else V2_BATCH_FIELDS
+    legacy = ref.get("legacy")
+    fields = LEGACY_BATCH_FIELDS if legacy else V2_BATCH_FIELDS
     out = []
     for rk, ok in fields.items():
         if ok not in ours:
             out.append(f"{ok} missing (kafka-dump-log {rk}={ref[rk]!r})")
         elif ours[ok] != ref[rk]:
+            out.append(f"{ok}={ours[ok]!r} but kafka-dump-log {rk}={ref[rk]!r}")
+    for rk, ok in (LEGACY_OPTIONAL_FIELDS if legacy else V2_OPTIONAL_FIELDS).items():
+        if ok in ours and rk in ref and ours[ok] != ref[rk]:
             out.append(f"{ok}={ours[ok]!r} but kafka-dump-log {rk}={ref[rk]!r}")
     return out
 
@@ -167,6 +177,8 @@ def record_diffs(ref: dict, ours: dict, batch_is_control: bool) -> list[str]:
         ("keySize", -1 if key is None else len(key), ref["keySize"]),
         ("valueSize", -1 if value is None else len(value), ref["valueSize"]),
     ]
+    if "sequence" in ref and "sequence" in ours:
+        checks.append(("sequence", ours["sequence"], ref["sequence"]))
     if "headerKeys" in ref:
         checks.append(("headerKeys", [h.get("key") for h in ours.get("headers") or []],
                        ref["headerKeys"]))

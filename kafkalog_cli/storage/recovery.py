@@ -1,0 +1,280 @@
+"""Offline recovery of a partition: what a broker does at start-up after an unclean shutdown
+(LogLoader.load), planned first and explained, then applied crash-safely.
+
+Plan, in the broker's order:
+  1. the temp-file passes of replace.py (finish or undo interrupted replacements)
+  2. orphan index files (no `.log` beside them) are removed
+  3. segments from the one holding the recovery point onwards (all with --full, plus any
+     whose `.index` is missing) are validated batch by batch (LogSegment.recover): the log
+     is cut at the first torn, corrupt or out-of-order batch and every later segment goes
+  4. indexes that are missing or differ from a rebuild are rewritten
+  5. the recovery point becomes the log end offset
+Kafka cuts wherever the first bad batch is. We do that only at the tail: when valid batches
+follow the damage (in the segment or in later ones) the cut would drop good records, so it
+is left as a problem unless `force` is given, and the plan counts what would be dropped.
+Everything removed or cut goes to the quarantine first (quarantine.py).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkalog_cli.codec.snapshot import decode_snapshot
+from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.faults import crash_point
+from kafkalog_cli.storage.files import atomic_write, fsync_dir
+from kafkalog_cli.storage.logdir import PartitionDir
+from kafkalog_cli.storage.producers import ProducerState
+from kafkalog_cli.storage.quarantine import Quarantine
+from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, rebuild_segment
+from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
+from kafkalog_cli.storage.segment import Segment, iter_batches
+
+
+@dataclass
+class Action:
+    kind: str  # remove, rename, truncate, rebuild-index
+    path: Path
+    reason: str
+    to: Path | None = None
+    start: int | None = None  # byte range cut
+    end: int | None = None
+    offsets: tuple[int, int] | None = None
+    records: int | None = None
+    data: bytes | None = None  # new index bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"action": self.kind, "file": str(self.path), "reason": self.reason}
+        if self.to is not None:
+            d["to"] = str(self.to)
+        if self.start is not None:
+            d["bytes"] = [self.start, self.end]
+        if self.offsets is not None:
+            d["offsets"] = list(self.offsets)
+        if self.records is not None:
+            d["records"] = self.records
+        return d
+
+
+@dataclass
+class Problem:
+    path: Path
+    position: int | None
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": str(self.path), "position": self.position, "message": self.message}
+
+
+@dataclass
+class Plan:
+    part: PartitionDir
+    loader: list[LoaderAction] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    log_end_offset: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.loader and not self.actions
+
+
+def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None]:
+    """Valid batches/records from `start` on (skipping damage), and their offset range."""
+    batches = records = 0
+    first = last = None
+    for _pos, b in iter_batches(path, start, on_damage=lambda d: None, resync=True):
+        if not b.is_valid():
+            continue
+        batches += 1
+        try:
+            records += b.count
+        except CorruptDataError:
+            pass
+        first = b.last_offset if first is None else first
+        last = b.last_offset
+    return batches, records, first, last
+
+
+def _effective_segments(part: PartitionDir, loader: list[LoaderAction]) -> list[Segment]:
+    """The segments the partition will have once the loader actions are applied."""
+    removed = {a.path.name for a in loader if a.action == "remove"}
+    renamed = {a.path.name: a.to.name for a in loader if a.action == "rename" and a.to}
+    segs: dict[int, Segment] = {}
+    for p in part.path.iterdir():
+        if not p.is_file() or p.name in removed:
+            continue
+        name = renamed.get(p.name, p.name)
+        fn = naming.parse_file_name(name)
+        if fn.kind is not naming.FileKind.SEGMENT or fn.temp or fn.offset is None:
+            continue
+        seg = segs.setdefault(fn.offset, Segment(part.path, fn.offset))
+        if p.name in renamed:
+            seg.temp = naming.SWAP
+        if fn.suffix == naming.LOG:
+            seg.has_log = True
+        elif fn.suffix == naming.INDEX:
+            seg.has_index = True
+        elif fn.suffix == naming.TIMEINDEX:
+            seg.has_timeindex = True
+        elif fn.suffix == naming.TXNINDEX:
+            seg.has_txnindex = True
+    return [segs[k] for k in sorted(segs)]
+
+
+def _state_before(part: PartitionDir, segs: list[Segment], base: int) -> ProducerState:
+    """Producer state at `base`: the newest readable snapshot at or below it, plus replay."""
+    start = segs[0].base_offset if segs else 0
+    state = ProducerState()
+    for off in sorted((o for o in part.snapshots if o <= base), reverse=True):
+        try:
+            state = ProducerState.from_snapshot(decode_snapshot(
+                (part.path / naming.segment_file_name(off, naming.SNAPSHOT)).read_bytes()))
+            start = off
+            break
+        except (CorruptDataError, OSError):
+            continue
+    for seg in segs:
+        if seg.base_offset >= base:
+            break
+        for _pos, b in seg.batches(on_damage=lambda d: None):
+            if b.last_offset >= start:
+                try:
+                    state.append(b)
+                except CorruptDataError:
+                    pass
+    return state
+
+
+def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = False,
+                   force: bool = False, interval: int = DEFAULT_INDEX_INTERVAL) -> Plan:
+    plan = Plan(part)
+    plan.loader = plan_temp_file_passes(part.path)
+    segs = _effective_segments(part, plan.loader)
+    for fn in part.orphan_indexes:
+        if not any(s.base_offset == fn.offset and s.has_log for s in segs):
+            plan.actions.append(Action("remove", part.path / fn.name,
+                                       "orphan index file (its .log is gone)"))
+    segs = [s for s in segs if s.has_log]
+    if not segs:
+        return plan
+    floor = 0
+    for i, s in enumerate(segs):
+        if s.base_offset <= recovery_point:
+            floor = i
+    state: ProducerState | None = None
+    for i, seg in enumerate(segs):
+        validate = full or i >= floor or not seg.has_index
+        if not validate:
+            continue
+        if state is None:
+            state = _state_before(part, segs, seg.base_offset)
+        r = rebuild_segment(seg, interval, state)
+        if r.truncated:
+            later = [s for s in segs[i + 1:]]
+            stop = r.stop.reason if r.stop else "incomplete batch at the end"
+            nb, nrec, first, last = _count_after(seg.log_path, r.valid_bytes)
+            later_records = 0
+            for s in later:
+                later_records += _count_after(s.log_path, 0)[1]
+            at_tail = nb == 0 and later_records == 0
+            if not at_tail and not force:
+                plan.problems.append(Problem(
+                    seg.log_path, r.valid_bytes,
+                    f"{stop}; valid data follows ({nrec} records in {nb} batches after it in "
+                    f"this segment, {later_records} records in {len(later)} later segments): "
+                    "cutting here, as a broker would, drops them. Salvage them first, or rerun "
+                    "with --force to truncate"))
+                return plan
+            plan.actions.append(Action(
+                "truncate", seg.log_path, f"{stop} (everything from here on is invalid)",
+                start=r.valid_bytes, end=r.file_size,
+                offsets=(first, last) if first is not None else None, records=nrec))
+            _index_actions(plan, seg, r)
+            for s in later:
+                for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
+                    p = s.path(kind)
+                    if p.exists():
+                        plan.actions.append(Action("remove", p, "segment after the truncation "
+                                                   "point (the broker deletes it)"))
+            plan.log_end_offset = r.next_offset if r.next_offset is not None else seg.base_offset
+            for off in part.snapshots:
+                if off > plan.log_end_offset:
+                    plan.actions.append(Action(
+                        "remove", part.path / naming.segment_file_name(off, naming.SNAPSHOT),
+                        "producer snapshot beyond the new log end offset"))
+            return plan
+        _index_actions(plan, seg, r)
+        if r.next_offset is not None:
+            plan.log_end_offset = r.next_offset
+    if plan.log_end_offset is None:
+        last_seg = segs[-1]
+        plan.log_end_offset = _leo(segs)
+        if plan.log_end_offset is None:
+            plan.log_end_offset = last_seg.base_offset
+    return plan
+
+
+def _leo(segs: list[Segment]) -> int | None:
+    for s in reversed(segs):
+        last = None
+        for _pos, b in s.batches(on_damage=lambda d: None):
+            last = b.last_offset
+        if last is not None:
+            return last + 1
+    return None
+
+
+def _index_actions(plan: Plan, seg: Segment, r) -> None:  # type: ignore[no-untyped-def]
+    oi, ti, tx = r.index_bytes()
+    for kind, data in ((naming.INDEX, oi), (naming.TIMEINDEX, ti), (naming.TXNINDEX, tx)):
+        p = seg.path(kind)
+        if kind == naming.TXNINDEX and not data and not p.exists():
+            continue
+        try:
+            current = p.read_bytes() if p.exists() else None
+        except OSError:
+            current = None
+        if current != data:
+            target = seg.directory / naming.segment_file_name(seg.base_offset, kind)
+            plan.actions.append(Action("rebuild-index", target,
+                                       "missing" if current is None else "differs from a rebuild",
+                                       data=data))
+
+
+def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> None:
+    """Carry the plan out; every step is a crash point, and each leaves a state that the
+    next run of plan+apply completes."""
+    apply_loader_actions(plan.loader, quarantine, fsync=fsync)
+    truncated: set[Path] = set()
+    for a in plan.actions:
+        if a.kind == "truncate":
+            assert a.start is not None and a.end is not None
+            quarantine.save_range(a.path, a.start, a.end, a.reason,
+                                  offsets=list(a.offsets) if a.offsets else None,
+                                  records=a.records)
+            crash_point("recover.truncate.before")
+            with open(a.path, "r+b") as f:
+                f.truncate(a.start)
+                if fsync:
+                    os.fsync(f.fileno())
+            crash_point("recover.truncate.after")
+            truncated.add(a.path)
+        elif a.kind == "rebuild-index":
+            crash_point("recover.index.before")
+            atomic_write(a.path, a.data or b"", fsync=fsync)
+            crash_point("recover.index.after")
+    # later segments go newest first, `.log` before its indexes, so a crash leaves at most
+    # orphan indexes (which the next run removes), never a log missing its predecessors
+    removals = [a for a in plan.actions if a.kind == "remove"]
+    removals.sort(key=lambda a: (-(naming.parse_file_name(a.path.name).offset or 0),
+                                 not a.path.name.endswith(naming.LOG)))
+    for a in removals:
+        if a.path.exists():
+            quarantine.remove(a.path, a.reason)
+    if fsync:
+        fsync_dir(plan.part.path)
