@@ -74,6 +74,9 @@ class Quarantine:
 
     def remove(self, path: Path, reason: str, **info: Any) -> None:
         """Move `path` into the quarantine (or delete it when quarantining is off)."""
+        from kafkalog_cli.storage.safety import ensure_mutable
+
+        ensure_mutable(path, self.log_dir)
         crash_point("quarantine.remove.before")
         if not self.enabled:
             path.unlink()

@@ -31,6 +31,7 @@ from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, rebuild_segment
+from kafkalog_cli.storage.safety import ensure_mutable
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
 from kafkalog_cli.storage.segment import Segment, iter_batches
 
@@ -257,6 +258,7 @@ def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> Non
             quarantine.save_range(a.path, a.start, a.end, a.reason,
                                   offsets=list(a.offsets) if a.offsets else None,
                                   records=a.records)
+            ensure_mutable(a.path, plan.part.path.parent)
             crash_point("recover.truncate.before")
             with open(a.path, "r+b") as f:
                 f.truncate(a.start)
@@ -265,6 +267,8 @@ def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> Non
             crash_point("recover.truncate.after")
             truncated.add(a.path)
         elif a.kind == "rebuild-index":
+            if a.path.exists():
+                ensure_mutable(a.path, plan.part.path.parent)
             crash_point("recover.index.before")
             atomic_write(a.path, a.data or b"", fsync=fsync)
             crash_point("recover.index.after")
