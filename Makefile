@@ -19,15 +19,16 @@ demo: $(STAMP)
 	$(VENV)/bin/kafkalog verify fixtures/sample
 	$(VENV)/bin/kafkalog dump fixtures/sample/demo-0 --records --print-data | head -n 40
 
-test: $(STAMP)
+test: $(STAMP) kafka-ref
 	$(PY) -m pytest -q -n 2 tests
 
 # Rebuild the committed fixtures (a test checks they are reproducible).
 fixtures: $(STAMP)
 	$(VENV)/bin/kafkalog generate fixtures/sample --preset sample --force
 
-bench: $(STAMP)
+bench: $(STAMP) kafka-ref
 	$(PY) bench/run.py
+	$(PY) bench/conformance_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

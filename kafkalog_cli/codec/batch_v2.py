@@ -269,7 +269,7 @@ def encode_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, S
                  partition_leader_epoch: int = -1, transactional: bool = False,
                  control: bool = False, delete_horizon_ms: int | None = None,
                  last_offset_delta: int | None = None,
-                 max_timestamp: int | None = None) -> bytes:
+                 max_timestamp: int | None = None, empty_ok: bool = True) -> bytes:
     """Build one v2 batch from (offset, timestamp, key, value, headers) tuples.
 
     `base_offset`/`last_offset_delta` default to the first/last record offsets; a cleaner

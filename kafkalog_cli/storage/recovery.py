@@ -114,8 +114,8 @@ def _effective_segments(part: PartitionDir, loader: list[LoaderAction]) -> list[
         if fn.kind is not naming.FileKind.SEGMENT or fn.temp or fn.offset is None:
             continue
         seg = segs.setdefault(fn.offset, Segment(part.path, fn.offset))
-        if p.name in renamed:
-            seg.temp = naming.SWAP
+        if p.name in renamed and fn.suffix == naming.LOG:
+            seg.temp = naming.SWAP  # read the log where it is until the rename happens
         if fn.suffix == naming.LOG:
             seg.has_log = True
         elif fn.suffix == naming.INDEX:
