@@ -1,4 +1,4 @@
-"""Builds the optional compiled hot loop; everything else is declared in pyproject.toml.
+"""Builds the optional compiled hot loops; everything else is declared in pyproject.toml.
 
 The extension is optional: if it cannot be compiled (no Cython, no C compiler, a build error),
 the install still succeeds and kafkalog falls back to the pure-Python codec (same results,
@@ -14,7 +14,9 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).parent
-PYX = Path("kafkalog_cli") / "_speedups" / "fastcodec.pyx"
+SPEEDUPS = Path("kafkalog_cli") / "_speedups"
+# each module is optional on its own: one that fails to cythonize or compile leaves the others
+MODULES = ("fastcodec", "fastscan")
 
 
 def _warn(what: str, exc: BaseException) -> None:
@@ -39,23 +41,31 @@ class OptionalBuildExt(build_ext):
 
 
 def _extensions() -> list:
-    if not (ROOT / PYX).exists() or os.environ.get("KAFKALOG_NO_EXT"):
+    if os.environ.get("KAFKALOG_NO_EXT"):
         return []
     try:
         from Cython.Build import cythonize
         from setuptools import Extension
-
-        compile_args = [] if sys.platform == "win32" else ["-O3"]
-        return cythonize(
-            [Extension("kafkalog_cli._speedups.fastcodec", [str(PYX)],
-                       extra_compile_args=compile_args)],
-            compiler_directives={"language_level": "3", "boundscheck": False,
-                                 "wraparound": False},
-            quiet=True,
-        )
-    except Exception as exc:  # Cython missing (--no-build-isolation) or a .pyx error
-        _warn("cythonizing fastcodec.pyx", exc)
+    except Exception as exc:  # Cython missing (--no-build-isolation)
+        _warn("importing Cython", exc)
         return []
+    compile_args = [] if sys.platform == "win32" else ["-O3"]
+    exts = []
+    for name in MODULES:
+        pyx = SPEEDUPS / f"{name}.pyx"
+        if not (ROOT / pyx).exists():
+            continue
+        try:
+            exts += cythonize(
+                [Extension(f"kafkalog_cli._speedups.{name}", [str(pyx)],
+                           extra_compile_args=compile_args)],
+                compiler_directives={"language_level": "3", "boundscheck": False,
+                                     "wraparound": False},
+                quiet=True,
+            )
+        except Exception as exc:  # a .pyx error
+            _warn(f"cythonizing {pyx.name}", exc)
+    return exts
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

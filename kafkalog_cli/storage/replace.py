@@ -58,7 +58,9 @@ def replace_segments(directory: Path, new_bases: list[int], old_bases: list[int]
         fsync_dir(directory)
     crash_point("replace.swapped")
     for base in old_bases:
-        for kind in SEGMENT_FILE_KINDS:
+        # a replaced segment's producer snapshot goes with it, unless a new segment starts there
+        kinds = SEGMENT_FILE_KINDS + ((naming.SNAPSHOT,) if base not in new_bases else ())
+        for kind in kinds:
             p = directory / naming.segment_file_name(base, kind)
             if p.exists():
                 _rename(p, p.with_name(p.name + naming.DELETED), "replace.old-to-deleted")
@@ -69,7 +71,7 @@ def replace_segments(directory: Path, new_bases: list[int], old_bases: list[int]
         fsync_dir(directory)
     crash_point("replace.renamed")
     for base in old_bases:
-        for kind in SEGMENT_FILE_KINDS:
+        for kind in SEGMENT_FILE_KINDS + (naming.SNAPSHOT,):
             p = directory / naming.segment_file_name(base, kind, naming.DELETED)
             if p.exists():
                 quarantine.remove(p, "replaced segment")

@@ -1,0 +1,77 @@
+"""Kafka's SkimpyOffsetMap: key -> latest offset in bounded memory.
+
+One flat byte array; a slot is MD5(key) (16 bytes) + offset (int64 BE) = 24 bytes, empty
+when all zero. Probe i reads the 4-byte window of the hash at min(i, 12), plus i - 12 past
+the 13th probe (32-bit wrap), slot = abs(probe) % slots (INT_MIN -> 0). Two keys with the
+same MD5 count as one key, as in Kafka. A dict of bytes would need ~8x the memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+ENTRY = 24
+_HASH = 16
+_I32 = struct.Struct(">i")
+_Q = struct.Struct(">q")
+_ZERO = bytes(ENTRY)
+_INT_MIN = -(2**31)
+
+
+class FullError(Exception):
+    """The map holds `max_entries` keys: the round must stop here."""
+
+
+class OffsetMap:
+    def __init__(self, memory: int, load_factor: float = 0.9) -> None:
+        self.slots = memory // ENTRY
+        if self.slots * load_factor <= 1:
+            raise ValueError("the dedupe buffer holds fewer than 2 entries")
+        self.max_entries = int(self.slots * load_factor)
+        self.buf = bytearray(self.slots * ENTRY)
+        self.size = 0
+        self.latest_offset = -1
+
+    def _probes(self, h: bytes):  # type: ignore[no-untyped-def]
+        slots = self.slots
+        for i in range(13):
+            p = _I32.unpack_from(h, i)[0]
+            yield (0 if p == _INT_MIN else abs(p)) % slots
+        base = _I32.unpack_from(h, 12)[0]
+        i = 1
+        while True:
+            p = ((base + i + 2**31) % 2**32) - 2**31
+            yield (0 if p == _INT_MIN else abs(p)) % slots
+            i += 1
+
+    def put(self, key: bytes, offset: int) -> None:
+        if self.size >= self.max_entries:
+            raise FullError
+        h = hashlib.md5(key).digest()
+        buf = self.buf
+        for slot in self._probes(h):
+            pos = slot * ENTRY
+            cur = buf[pos:pos + _HASH]
+            if cur == h:
+                _Q.pack_into(buf, pos + _HASH, offset)
+                break
+            if buf[pos:pos + ENTRY] == _ZERO:
+                buf[pos:pos + _HASH] = h
+                _Q.pack_into(buf, pos + _HASH, offset)
+                self.size += 1
+                break
+        self.latest_offset = offset
+
+    def get(self, key: bytes) -> int:
+        h = hashlib.md5(key).digest()
+        buf = self.buf
+        for n, slot in enumerate(self._probes(h)):
+            if n > self.slots + 12:
+                return -1
+            pos = slot * ENTRY
+            if buf[pos:pos + _HASH] == h:
+                return int(_Q.unpack_from(buf, pos + _HASH)[0])
+            if buf[pos:pos + ENTRY] == _ZERO:
+                return -1
+        return -1

@@ -1,0 +1,228 @@
+"""compact against a separate, obviously-correct model of Kafka's cleaner rules."""
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from kafka.record.memory_records import MemoryRecords
+
+from kafkalog_cli.codec.control import ABORT, parse_control
+from kafkalog_cli.storage.logdir import open_target
+from tests.cli.run import run
+
+NOW = 1_700_001_000_000
+DAY = 86_400_000
+
+
+def raw_records(pdir: Path) -> list[dict]:
+    """Every record with what the model needs, straight from the batches."""
+    out = []
+    for seg in open_target(pdir).partition.segments:
+        for _pos, b in seg.batches():
+            for r in b.records():
+                out.append({"offset": r.offset, "key": r.key, "value": r.value,
+                            "ts": r.timestamp, "pid": b.producer_id, "txn": b.is_transactional,
+                            "control": b.is_control,
+                            "abort": b.is_control and parse_control(r.key, r.value).type == ABORT})
+    return out
+
+
+def model(records: list[dict], uncleanable: int, drop_tombstones: bool) -> list[tuple]:
+    """Latest record per key below `uncleanable`; keyless and aborted data dropped;
+    tombstones kept unless their horizon has passed; everything from `uncleanable` on, and
+    past the last mapped key, kept."""
+    aborted_offsets = set()
+    pending: dict[int, list[int]] = {}
+    for r in records:
+        if r["control"]:
+            offs = pending.pop(r["pid"], [])
+            if r["abort"]:
+                aborted_offsets.update(offs)
+        elif r["txn"]:
+            pending.setdefault(r["pid"], []).append(r["offset"])
+    data = [r for r in records if not r["control"]]
+    latest = {}
+    for r in data:
+        if r["offset"] < uncleanable and r["key"] is not None and \
+                r["offset"] not in aborted_offsets:
+            latest[r["key"]] = r["offset"]
+    # Cleaner.shouldRetainRecord keeps anything past the last offset put in the map, even a
+    # keyless record: the map's latestOffset bounds what the round may judge
+    last_mapped = max(latest.values(), default=-1)
+    keep = []
+    for r in data:
+        if r["offset"] >= uncleanable:
+            keep.append(r)
+        elif r["offset"] in aborted_offsets:
+            continue  # aborted batches are discarded whole, before any record rule
+        elif r["offset"] > last_mapped:
+            keep.append(r)
+        elif r["key"] is not None and latest.get(r["key"]) == r["offset"] and \
+                not (drop_tombstones and r["value"] is None):
+            keep.append(r)
+    return [(r["offset"], r["key"], r["value"], r["ts"]) for r in keep]
+
+
+def data_of(pdir: Path) -> list[tuple]:
+    return [(r["offset"], r["key"], r["value"], r["ts"]) for r in raw_records(pdir)
+            if not r["control"]]
+
+
+def active_base(pdir: Path) -> int:
+    return open_target(pdir).partition.segments[-1].base_offset
+
+
+def assert_clean_and_kafka_python_reads(ld: Path) -> None:
+    r = run("verify", ld, "--format", "json")
+    assert r.code == 0, [f for f in json.loads(r.out)["findings"] if f["severity"] == "error"]
+    for log in ld.rglob("*.log"):
+        data = log.read_bytes()
+        mr = MemoryRecords(data)
+        n = 0
+        while (b := mr.next_batch()) is not None:
+            assert b.validate_crc()
+            list(b)
+            n += 1
+        assert n or not data
+
+
+def gen(tmp: Path, seed: int, **kw) -> Path:
+    rng = random.Random(seed)
+    args = ["generate", tmp, "--records", str(kw.get("records", rng.randrange(300, 1500))),
+            "--keys", str(kw.get("keys", rng.choice([1, 5, 40, 300]))),
+            "--tombstones", str(rng.choice([0.0, 0.1, 0.3])),
+            "--segment-bytes", str(rng.choice([4000, 12000, 40000])),
+            "--batch-records", str(rng.choice([1, 7, 30])), "--seed", str(seed)]
+    for c in rng.sample(["none", "gzip", "snappy", "lz4", "zstd"], 2):
+        args += ["--codec", c]
+    if kw.get("transactions", rng.random() < 0.6):
+        args.append("--transactions")
+    assert run(*args).code == 0
+    return tmp
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("buffer", ["large", "tiny"])
+def test_compact_agrees_with_the_model(tmp_path, seed, buffer):
+    ld = gen(tmp_path / "ld", seed)
+    pdir = ld / "demo-0"
+    before = raw_records(pdir)
+    u = active_base(pdir)
+    args = ["compact", pdir, "--force", "--now", NOW, "--no-quarantine"]
+    if buffer == "tiny":
+        args += ["--dedupe-buffer-size", str(24 * 20)]  # 18 keys a round: many rounds
+    r = run(*args, "--format", "json")
+    assert r.code == 0, r.err
+    rounds = json.loads(r.out)["partitions"][0]["rounds"]
+    if buffer == "tiny" and len({x["key"] for x in before if x["key"] and not x["control"]}) > 18:
+        assert len(rounds) > 1 and rounds[0]["mapFull"]
+    assert data_of(pdir) == model(before, u, drop_tombstones=False)
+    assert_clean_and_kafka_python_reads(ld)
+    ckpt = (ld / "cleaner-offset-checkpoint").read_text().split()
+    assert ckpt[-1] == str(u)
+
+
+def test_tombstones_go_after_the_delete_horizon(tmp_path):
+    ld = tmp_path / "ld"
+    assert run("generate", ld, "--records", "600", "--keys", "20", "--tombstones", "0.3",
+               "--segment-bytes", "1000000", "--seed", "3").code == 0
+    pdir = ld / "demo-0"
+
+    def more(n: int) -> None:
+        # the first rewrite gives every batch holding a tombstone a horizon of NOW + 1 day
+        extra = "".join(json.dumps({"key": f"new-{n}-{i}", "value": "x", "timestamp": NOW})
+                        + "\n" for i in range(300)).encode()
+        assert run("append", ld, "--topic", "demo", "--partition", "0", "--segment-bytes",
+                   "4000", stdin=extra).code == 0
+
+    more(0)  # rolls: the generated keys are now below the active segment, never to repeat
+    u1 = active_base(pdir)
+    assert run("compact", pdir, "--force", "--now", NOW, "--no-quarantine").code == 0
+    horizon_now = {(o, k) for o, k, v, _t in data_of(pdir) if v is None and o < u1}
+    assert horizon_now, "the seed must produce tombstones"
+    more(1)
+    before, u2 = raw_records(pdir), active_base(pdir)
+    assert run("compact", pdir, "--force", "--now", NOW + DAY - 1, "--no-quarantine").code == 0
+    assert data_of(pdir) == model(before, u2, drop_tombstones=False)  # 1 ms early: all stay
+    more(2)
+    before, u3 = raw_records(pdir), active_base(pdir)
+    assert run("compact", pdir, "--force", "--now", NOW + DAY, "--no-quarantine").code == 0
+    want = [t for t in model(before, u3, drop_tombstones=False) if (t[0], t[1]) not in horizon_now]
+    assert data_of(pdir) == want  # horizon <= now: the first round's tombstones are gone
+    assert len(want) < len(model(before, u3, drop_tombstones=False))
+
+
+def test_offsets_and_producer_fields_survive(tmp_path):
+    ld = gen(tmp_path / "ld", 5, transactions=True)
+    pdir = ld / "demo-0"
+    before = {r["offset"]: r for r in raw_records(pdir)}
+    assert run("compact", pdir, "--force", "--now", NOW, "--no-quarantine").code == 0
+    for r in raw_records(pdir):
+        b = before[r["offset"]]
+        assert (r["key"], r["value"], r["ts"], r["pid"], r["txn"]) == \
+            (b["key"], b["value"], b["ts"], b["pid"], b["txn"])
+
+
+def test_dry_run_reports_and_changes_nothing_and_ratio_is_honoured(tmp_path):
+    ld = gen(tmp_path / "ld", 1)
+    pdir = ld / "demo-0"
+    before = {p: p.read_bytes() for p in ld.rglob("*") if p.is_file()}
+    r = run("compact", pdir, "--dry-run", "--format", "json", "--now", NOW)
+    assert r.code == 4
+    rep = json.loads(r.out)["partitions"][0]
+    assert rep["dirtyRatio"] > 0.5 and rep["rounds"][0]["recordsOut"] < rep["rounds"][0]["recordsIn"]
+    assert {p: p.read_bytes() for p in ld.rglob("*") if p.is_file()} == before
+    r = run("compact", pdir, "--min-cleanable-ratio", "1", "--now", NOW)
+    assert r.code == 0 and "skipped" in r.text
+    assert {p: p.read_bytes() for p in ld.rglob("*") if p.is_file()} == before
+
+
+def test_a_log_dir_needs_topic_or_all(tmp_path):
+    ld = gen(tmp_path / "ld", 2)
+    r = run("compact", ld)
+    assert r.code == 16 and "--topic" in r.err
+    assert run("compact", ld, "--topic", "demo", "--force", "--now", NOW).code == 0
+
+
+def test_compact_works_on_consumer_offsets_from_the_corpus(tmp_path, corpus):
+    src = corpus / "william0423-zk-2.4"
+    ld = tmp_path / "ld"
+    shutil.copytree(src, ld)
+    pdir = ld / "__consumer_offsets-28"
+    before = raw_records(pdir)
+    u = active_base(pdir)
+    r = run("compact", pdir, "--force", "--now", NOW, "--no-quarantine")
+    assert r.code == 0, r.err
+    assert data_of(pdir) == model(before, u, drop_tombstones=False)
+
+
+CRASH = "replace.cleaned-to-swap.before replace.cleaned-to-swap.after replace.swapped " \
+        "replace.old-to-deleted.before replace.old-to-deleted.after replace.strip-swap.before " \
+        "replace.strip-swap.after replace.renamed quarantine.remove.before".split()
+
+
+@pytest.mark.parametrize("point", CRASH)
+def test_crash_during_replacement_then_recover_is_old_or_new_never_a_mix(tmp_path, point):
+    ld = gen(tmp_path / "ld", 7, records=800, keys=30, transactions=True)
+    pdir = ld / "demo-0"
+    old = data_of(pdir)
+    new = model(raw_records(pdir), active_base(pdir), drop_tombstones=False)
+    env = dict(os.environ, KAFKALOG_CRASH_AT=point)
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "compact", str(pdir), "--force",
+                        "--now", str(NOW)], env=env, capture_output=True)
+    assert p.returncode == 99, p.stderr
+    assert run("recover", ld).code in (0, 1)
+    assert_clean_and_kafka_python_reads(ld)
+    got = data_of(pdir)
+    assert got in (old, new)
+    kept = set(new)
+    assert kept <= set(got)  # nothing the model keeps is ever lost
+    # and compacting again finishes the job
+    assert run("compact", pdir, "--force", "--now", str(NOW)).code == 0
+    assert data_of(pdir) == new
