@@ -202,3 +202,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    import bench_compact
+
+    print("5. ", end="")
+    bench_compact.main()

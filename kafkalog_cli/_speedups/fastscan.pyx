@@ -215,8 +215,6 @@ cdef extern from *:
         pthread_mutex_unlock(&R->mu);
     }
 
-    static int kl_reader_threaded(kl_reader *R) { return R->threaded; }
-
     static void kl_reader_close(kl_reader *R) {
         if (!R) return;
         if (R->threaded) {
@@ -346,7 +344,6 @@ cdef extern from *:
     kl_reader *kl_reader_open(int fd, int64_t end, int64_t chunk, int threaded) noexcept nogil
     int kl_reader_get(kl_reader *R, int64_t k, unsigned char **data) noexcept nogil
     void kl_reader_advance(kl_reader *R, int64_t k) noexcept nogil
-    int kl_reader_threaded(kl_reader *R) noexcept nogil
     void kl_reader_close(kl_reader *R) noexcept nogil
     uint32_t kl_xnmodp(unsigned n) noexcept nogil
     uint32_t kl_crc_avx512(uint32_t c, const unsigned char *p, size_t n) noexcept nogil
@@ -693,7 +690,6 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
     """
     cdef Scan S
     cdef Status st = UNSURE
-    cdef int64_t v
     cdef Py_ssize_t i
     memset_scan(&S)
     S.tier = _tier

@@ -42,6 +42,11 @@ MAX_NESTING: Final = 4
 CURRENT_MAGIC: Final = 1  # what 0.7 producers write (magic 0 came from 0.6)
 
 
+def codec_name(codec: int) -> str:
+    """0.7's codec names; 3 (lz4 since 0.8.2) is unknown to 0.7."""
+    return compression.NAMES[codec] if codec in CODECS else f"unknown({codec})"
+
+
 class Message07:
     """One 0.7 message (the N bytes after an entry's size)."""
 

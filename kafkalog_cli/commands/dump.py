@@ -15,7 +15,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, v07
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
@@ -329,6 +329,8 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     d.sizes = fmt == "text"
     try:
         for p in paths:
+            if v07.dump_path(p, d, print_data):  # Kafka 0.7 .kafka segments
+                continue
             target = open_target(p)
             if target.kind == "file":
                 fn = naming.parse_file_name(target.path.name)

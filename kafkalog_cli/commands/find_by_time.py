@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, v07
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import open_target
@@ -43,6 +43,8 @@ def command(paths: tuple[str, ...], when: str, fmt: str) -> int:
       kafkalog find-by-time /var/lib/kafka --timestamp 1714564800000 --format json
       kafkalog find-by-time orders-0 -t latest
     """
+    if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7: no timestamps to search
+        return v07.find_by_time(t07, when, fmt)
     target_ts: int | None = None
     if when not in SPECIAL:
         try:

