@@ -114,7 +114,12 @@ def _produce_compacted(bootstrap: str, seed: int) -> int:
 def _refused(bootstrap: str, topic: str, codec: str) -> str:
     p = _producer(bootstrap, codec)
     try:
-        p.send(topic, key=b"k", value=b"v").get(timeout=30)
+        # compressible, so that kafka-python really sends zstd (it sends a batch
+        # uncompressed when compression does not make it smaller)
+        fs = [p.send(topic, key=b"k%d" % i, value=b"zstd " * 200) for i in range(10)]
+        p.flush()
+        for f in fs:
+            f.get(timeout=30)
         return "accepted"
     except Exception as e:  # expected: UNSUPPORTED_COMPRESSION_TYPE
         return f"refused: {e!r}"

@@ -1,0 +1,422 @@
+"""The compiled clean-segment fast path (kafkalog_cli/_speedups/fastscan.pyx) against the pure
+shallow pass of `check_log_file`, which is the specification.
+
+Contract: `scan_clean` answers None ("not sure") or a clean result; a clean result means the
+pure pass reports no finding at all for the file and produces exactly the same summary values
+and Stats increments. Whenever the pure pass reports anything, the fast path must say None.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from crc32c import crc32c
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkalog_cli.storage import check
+from kafkalog_cli.storage.check import CheckOptions, Stats, check_log_file, check_partition
+from kafkalog_cli.storage.findings import Findings
+from kafkalog_cli.storage.generate import GenSpec, generate
+from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
+from kafkalog_cli.storage.logdir import open_target
+from tests.conftest import CORPUS, FIXTURE
+
+
+def _load():
+    try:
+        from kafkalog_cli._speedups import fastscan
+    except ImportError:
+        return None
+    return fastscan
+
+
+fs = _load()
+needs_ext = pytest.mark.skipif(fs is None, reason="compiled fastscan not built "
+                               "(test_extension_is_built reports it)")
+SHALLOW = CheckOptions(shallow=True)
+TIERS = ["package"] + (["avx512"] if fs is not None and fs.avx512_available() else [])
+MUTATE = settings(max_examples=250, deadline=None, derandomize=True,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def test_extension_is_built():
+    if os.environ.get("KAFKALOG_NO_EXT"):
+        pytest.skip("KAFKALOG_NO_EXT is set: the extension is deliberately not built")
+    assert fs is not None, ("kafkalog_cli._speedups.fastscan does not import: the Cython build "
+                            "failed or was skipped (pip install -e . shows the warning)")
+    if os.environ.get("KAFKALOG_PURE") != "1":
+        assert check._fastscan is fs, "check.py does not use the fast path"
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _pure_only():
+    saved = check._fastscan
+    check._fastscan = None
+    try:
+        yield
+    finally:
+        check._fastscan = saved
+
+
+@contextlib.contextmanager
+def _tier(name: str):
+    fs._set_crc_tier(name)
+    try:
+        yield
+    finally:
+        fs._set_crc_tier("auto")
+
+
+def _read_index(cls, path: Path, base: int):
+    try:
+        return cls.read(path, base) if path.exists() else None
+    except OSError:
+        return None
+
+
+def compare(log: Path, base: int, prev: int | None = None, oi: OffsetIndex | None = None,
+            ti: TimeIndex | None = None, **kw) -> tuple[object, Findings]:
+    """Run both paths on one file and check the contract; returns (fast result, findings)."""
+    f, stats = Findings(), Stats()
+    with _pure_only():
+        s = check_log_file(log, base, f, SHALLOW, stats, prev, oi, ti)
+    r = fs.scan_clean(log, base, prev, oi.entries if oi else None, ti.entries if ti else None,
+                      **kw)
+    if f.items:
+        assert r is None, f"fast path says clean, pure reports {[x.code for x in f.items]}"
+    if r is not None:
+        assert r == (s.first_offset, s.last_offset, s.max_timestamp, s.valid_end, s.epochs,
+                     stats.batches, stats.bytes)
+        assert s.magics == ({2} if stats.batches else set()) and not s.damaged
+    return r, f
+
+
+def _check_partition_both(part) -> tuple[list, Stats]:
+    """check_partition with and without the fast path: identical findings, stats, LEO."""
+    out = []
+    for pure in (True, False):
+        f, stats = Findings(), Stats()
+        with _pure_only() if pure else contextlib.nullcontext():
+            leo = check_partition(part, f, SHALLOW, stats)
+        out.append((leo, f.items, vars(stats)))
+    assert out[0] == out[1]
+    return out[1][1], out[1][2]
+
+
+def _segments(root: Path):
+    """(log path, base, offset index, time index) of every segment and KRaft snapshot."""
+    for part in open_target(root).partitions():
+        for seg in part.segments:
+            yield (seg.log_path, seg.base_offset,
+                   _read_index(OffsetIndex, seg.path(".index"), seg.base_offset),
+                   _read_index(TimeIndex, seg.path(".timeindex"), seg.base_offset))
+        for fn in part.kraft_snapshots:
+            if not fn.temp:
+                yield part.path / fn.name, 0, None, None
+
+
+def _roots() -> list[Path]:
+    roots = [FIXTURE]
+    if CORPUS.is_dir():
+        roots += sorted(p for p in CORPUS.iterdir() if p.is_dir())
+    return roots
+
+
+# -- equality on real and generated data ----------------------------------------------------
+
+@needs_ext
+@pytest.mark.parametrize("root", _roots(), ids=lambda p: p.name)
+def test_fixtures_and_corpus_agree(root):
+    clean = unsure = 0
+    for log, base, oi, ti in _segments(root):
+        for prev in (None, base - 1, base):
+            r, f = compare(log, base, prev, oi, ti)
+            r2, _ = compare(log, base, prev, None, None, chunk=4096, threads=True)
+            if not f.items:
+                clean += r is not None
+                unsure += r is None
+    for part in open_target(root).partitions():
+        _check_partition_both(part)
+    if root.name not in ("kafka-0.9-legacy",):  # magic 0/1 data is always left to the pure path
+        assert clean > 0
+    else:
+        assert clean == 0
+
+
+def _gen(tmp: Path, **spec) -> Path:
+    d = tmp / "ld"
+    shutil.rmtree(d, ignore_errors=True)
+    generate(d, GenSpec(**spec))
+    return d
+
+
+GEN_CASES = [
+    dict(records=3000, batch_records=7, segment_bytes=32 * 1024, index_interval_bytes=0),
+    dict(records=3000, batch_records=20, segment_bytes=64 * 1024, index_interval_bytes=1),
+    dict(records=3000, batch_records=20, segment_bytes=48 * 1024, index_interval_bytes=4096,
+         codecs=["gzip", "lz4", "zstd", "snappy", "none"]),
+    dict(records=2000, batch_records=50, value_bytes=400, segment_bytes=256 * 1024,
+         index_interval_bytes=30000, transactions=True, idempotent=True),
+    dict(records=1500, batch_records=100, value_bytes=300, segment_bytes=1 << 20,
+         index_interval_bytes=10_000_000, jitter_ms=50, log_append_time=True),
+    dict(records=500, batch_records=5, segment_bytes=20_000, leader_epoch=3, keys=0),
+    dict(records=0),
+]
+
+
+@needs_ext
+@pytest.mark.parametrize("case", range(len(GEN_CASES)))
+def test_generated_segments_agree(tmp_path, case):
+    d = _gen(tmp_path, **GEN_CASES[case])
+    n = 0
+    for log, base, oi, ti in _segments(d):
+        for chunk, threads in ((4 << 20, True), (4096, True), (4096, False), (5003, True)):
+            for tier in TIERS:
+                with _tier(tier):
+                    r, f = compare(log, base, base - 1 if base else None, oi, ti,
+                                   chunk=chunk, threads=threads)
+                assert not f.items
+                assert r is not None, "a clean generated segment must take the fast path"
+                n += 1
+    assert n
+    for part in open_target(d).partitions():
+        findings, _ = _check_partition_both(part)
+        assert not [x for x in findings if x.code.startswith(("LOG_", "INDEX", "TIMEINDEX"))]
+
+
+@needs_ext
+def test_generated_by_the_cli_agree(tmp_path):
+    d = tmp_path / "cli"
+    subprocess.run([sys.executable, "-m", "kafkalog_cli", "generate", str(d), "--records",
+                    "2000", "--segment-bytes", "30000", "--codec", "lz4", "--codec", "none",
+                    "--transactions"], check=True, capture_output=True)
+    for log, base, oi, ti in _segments(d):
+        r, f = compare(log, base, None, oi, ti, chunk=4096)
+        assert r is not None and not f.items
+
+
+@needs_ext
+def test_legacy_magic_is_left_to_the_pure_path(tmp_path):
+    d = _gen(tmp_path, magic=1, records=200)
+    for log, base, oi, ti in _segments(d):
+        r, f = compare(log, base, None, oi, ti)
+        assert r is None and not f.items
+
+
+@needs_ext
+def test_large_batches_straddle_many_chunks(tmp_path):
+    d = _gen(tmp_path, records=400, batch_records=200, value_bytes=900, keys=0,
+             segment_bytes=8 << 20)
+    for log, base, oi, ti in _segments(d):
+        assert os.path.getsize(log) > 300_000
+        for tier in TIERS:
+            with _tier(tier):
+                for threads in (True, False):
+                    r, _ = compare(log, base, None, oi, ti, chunk=4096, threads=threads)
+                    assert r is not None
+
+
+@needs_ext
+def test_unreadable_and_odd_inputs_are_unsure(tmp_path):
+    assert fs.scan_clean(tmp_path / "missing.log", 0) is None
+    assert fs.scan_clean(tmp_path, 0) is None  # a directory: read fails
+    empty = tmp_path / "00000000000000000000.log"
+    empty.write_bytes(b"")
+    assert fs.scan_clean(empty, 0) == (None, None, -1, 0, [], 0, 0)
+    assert fs.scan_clean(empty, 0, None, [], []) == (None, None, -1, 0, [], 0, 0)
+    assert fs.scan_clean(empty, 0, None, [(0, 0)], None) is None  # INDEX_PAST_LOG_END
+    assert fs.scan_clean(empty, 0, None, None, [(5, 0)]) is None  # TIMEINDEX_OFFSET_NOT_FOUND
+    assert fs.scan_clean(empty, 2**80) is None
+    assert fs.scan_clean(empty, 0, 2**80) is None
+    assert fs.scan_clean(empty, 0, None, [(2**70, 0)]) is None
+    assert fs.scan_clean(empty, 0, None, "not a list") is None
+
+
+def test_crc_tiers_match_the_package():
+    if fs is None:
+        pytest.skip("extension not built")
+    rng = random.Random(5)
+    for tier in TIERS:
+        with _tier(tier):
+            for n in list(range(0, 300)) + [511, 512, 513, 1023, 4096, 16411, 100_003]:
+                data = rng.randbytes(n)
+                for value in (0, 1, 0xFFFFFFFF, rng.getrandbits(32)):
+                    assert fs._crc32c(data, value) == crc32c(data, value), (tier, n, value)
+
+
+# -- mutations ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def seed_dir(tmp_path_factory) -> Path:
+    """One partition of several ~24 KiB segments with dense indexes (every batch indexed)."""
+    d = tmp_path_factory.mktemp("seed")
+    generate(d / "ld", GenSpec(records=1200, batch_records=6, value_bytes=60,
+                               segment_bytes=24 * 1024, index_interval_bytes=0,
+                               codecs=["none", "lz4"], leader_epoch=2))
+    part = open_target(d / "ld").partitions()[0]
+    assert len(part.segments) >= 3
+    return part.segments[1].directory
+
+
+def _batch_starts(data: bytes) -> list[int]:
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        size = struct.unpack_from(">i", data, pos + 8)[0]
+        if size < 14:
+            break
+        out.append(pos)
+        pos += 12 + size
+    return out
+
+
+def _recrc(buf: bytearray, pos: int) -> None:
+    size = struct.unpack_from(">i", buf, pos + 8)[0]
+    end = min(len(buf), pos + 12 + size)
+    if end - pos >= 21:
+        struct.pack_into(">I", buf, pos + 17, crc32c(bytes(buf[pos + 21:end])))
+
+
+HOSTILE_SIZES = [-(2**31), -1, 0, 13, 14, 48, 49, 50, 2**31 - 1, 2**28 + 1, 300_000]
+# (offset within the header, struct format): fields a mutation may rewrite
+FIELDS = [(0, ">q"), (8, ">i"), (12, ">i"), (16, ">b"), (23, ">i"), (27, ">q"), (35, ">q")]
+VALUES = st.one_of(st.integers(-3, 3), st.sampled_from([-(2**31), 2**31 - 1, 2**32, 2**62,
+                                                         -(2**63), 2**63 - 1]),
+                   st.integers(-(2**63), 2**63 - 1))
+
+mutation = st.one_of(
+    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(0, 7)),
+    st.tuples(st.just("truncate"), st.integers(0, 10**6)),
+    st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=80)),
+    st.tuples(st.just("size"), st.integers(0, 500), st.sampled_from(HOSTILE_SIZES)),
+    st.tuples(st.just("field"), st.integers(0, 500), st.sampled_from(FIELDS), VALUES,
+              st.booleans()),
+    st.tuples(st.just("index"), st.sampled_from([".index", ".timeindex"]), st.integers(0, 10**5),
+              st.integers(0, 255)),
+    st.tuples(st.just("index-drop"), st.sampled_from([".index", ".timeindex"]),
+              st.integers(0, 10**5)),
+    st.tuples(st.just("zero-tail"), st.integers(1, 200)),
+)
+
+
+def _apply(d: Path, base: int, muts) -> None:
+    log = d / f"{base:020d}.log"
+    buf = bytearray(log.read_bytes())
+    for m in muts:
+        kind = m[0]
+        if kind == "flip" and buf:
+            i = m[1] % len(buf)
+            buf[i] ^= 1 << m[2]
+        elif kind == "truncate":
+            del buf[m[1] % (len(buf) + 1):]
+        elif kind == "insert":
+            i = m[1] % (len(buf) + 1)
+            buf[i:i] = m[2]
+        elif kind in ("size", "field"):
+            starts = _batch_starts(bytes(buf))
+            if not starts:
+                continue
+            pos = starts[m[1] % len(starts)]
+            if kind == "size":
+                struct.pack_into(">i", buf, pos + 8, m[2])
+            else:
+                (off, fmt), value, recrc = m[2], m[3], m[4]
+                bits = struct.calcsize(fmt) * 8
+                value = (value + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+                if pos + off + bits // 8 <= len(buf):
+                    struct.pack_into(fmt, buf, pos + off, value)
+                    if recrc:
+                        _recrc(buf, pos)
+        elif kind in ("index", "index-drop"):
+            p = d / f"{base:020d}{m[1]}"
+            data = bytearray(p.read_bytes())
+            if not data:
+                continue
+            i = m[2] % len(data)
+            if kind == "index":
+                data[i] = m[3]
+            else:
+                width = 8 if m[1] == ".index" else 12
+                i -= i % width
+                del data[i:i + width]
+            p.write_bytes(bytes(data))
+        elif kind == "zero-tail":
+            buf += bytes(m[1])
+    log.write_bytes(bytes(buf))
+
+
+@needs_ext
+@MUTATE
+@given(muts=st.lists(mutation, min_size=1, max_size=3),
+       chunk=st.sampled_from([4096, 4099, 6000, 1 << 20]), threads=st.booleans(),
+       tier=st.sampled_from(TIERS), prev=st.sampled_from([None, -1, 0, 1]))
+def test_mutated_segments_never_disagree(seed_dir, tmp_path_factory, muts, chunk, threads,
+                                         tier, prev):
+    work = tmp_path_factory.getbasetemp() / f"mut-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(seed_dir, work)
+    base = min(int(p.name.split(".")[0]) for p in work.glob("*.log"))
+    _apply(work, base, muts)
+    oi = _read_index(OffsetIndex, work / f"{base:020d}.index", base)
+    ti = _read_index(TimeIndex, work / f"{base:020d}.timeindex", base)
+    with _tier(tier):
+        compare(work / f"{base:020d}.log", base, None if prev is None else base + prev, oi, ti,
+                chunk=chunk, threads=threads)
+    part = open_target(work).partition
+    if part is not None:
+        _check_partition_both(part)
+
+
+@needs_ext
+def test_unmutated_seed_is_clean(seed_dir):
+    for log, base, oi, ti in _segments(seed_dir):
+        r, f = compare(log, base, None, oi, ti, chunk=4096)
+        assert r is not None and not f.items
+
+
+# -- signals --------------------------------------------------------------------------------
+
+class _Tick(Exception):
+    pass
+
+
+@needs_ext
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_a_signal_handler_exception_propagates(tmp_path):
+    log = tmp_path / "00000000000000000000.log"
+    src = next(_segments(FIXTURE))[0]
+    data = Path(src).read_bytes()
+    starts = _batch_starts(data)
+    first = data[:_batch_starts(data)[1]] if len(starts) > 1 else data
+    log.write_bytes(first * 2000)  # offsets do not increase: fine, the scan still reads it all
+
+    def handler(signum, frame):
+        raise _Tick
+
+    old = signal.signal(signal.SIGALRM, handler)
+    raised = False
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.0003, 0.0003)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and not raised:
+            try:
+                fs.scan_clean(log, 0, chunk=4096, threads=True)
+                fs.scan_clean(log, 0, chunk=4096, threads=False)
+            except _Tick:
+                raised = True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert raised
