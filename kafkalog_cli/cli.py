@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recover": ("recover", "Do offline what a broker does after an unclean shutdown."),
     "info": ("info", "One-screen overview: partitions, offsets, checkpoints, sizes, state."),
     "generate": ("generate", "Write a deterministic, seeded log dir (fixtures, drills)."),
+    "migrate": ("migrate", "Turn Kafka 0.7 partitions into current ones; print the offset mapping."),
 }
 
 

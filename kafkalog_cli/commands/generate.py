@@ -11,7 +11,9 @@ from kafkalog_cli.codec.compression import NAMES
 from kafkalog_cli.commands import v07
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
+from kafkalog_cli.storage.damage import KINDS, apply_damage
 from kafkalog_cli.storage.generate import GenSpec, generate
+from kafkalog_cli.storage.logdir import open_target
 
 # The fixture `make demo` and the tests use: every codec, headers, nulls, tombstones,
 # transactions with commits and aborts, an idempotent producer, legacy magic 0 and 1.
@@ -51,12 +53,15 @@ PRESETS: dict[str, list[tuple[str, GenSpec]]] = {
 @click.option("--segment-bytes", type=click.IntRange(14), default=16384, show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.option("--damage", "damages", multiple=True, type=click.Choice(v07.damage_kinds(KINDS)),
+              help="Damage the result for repair drills (repeatable); what was done is "
+                   "printed on stderr.")
 @v07.generate_options
 def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: int,
             records: int, batch_records: int, value_bytes: int, keys: int, tombstones: float,
             codecs: tuple[str, ...], magic: int, transactions: bool, idempotent: bool,
-            jitter_ms: int, segment_bytes: int, seed: int, force: bool, layout: str,
-            damage: tuple[str, ...]) -> int:
+            jitter_ms: int, segment_bytes: int, seed: int, force: bool,
+            damages: tuple[str, ...], layout: str) -> int:
     """Write a deterministic log dir: the same options always give the same bytes.
 
     \b
@@ -64,13 +69,14 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
       kafkalog generate /tmp/ld --topic orders --partitions 3 --codec lz4 --transactions
       kafkalog generate fixtures/sample --preset sample --force
       kafkalog generate /tmp/legacy --magic 0 --codec gzip --records 500
+      kafkalog generate /tmp/drill --damage torn-tail --damage swap-leftover
     """
     if out.exists():
         if not force:
             raise UsageError(f"{out} exists; pass --force to replace it")
         shutil.rmtree(out)
-    if layout != "current" or damage:  # Kafka 0.7 partitions
-        return v07.generate(out, layout=layout, damage=damage, preset=preset, topics=topics,
+    if layout != "current" or not set(damages) <= set(KINDS):  # Kafka 0.7 partitions
+        return v07.generate(out, layout=layout, damage=damages, preset=preset, topics=topics,
                             partitions=partitions, records=records, batch_records=batch_records,
                             value_bytes=value_bytes, codecs=codecs, magic=magic,
                             segment_bytes=segment_bytes, seed=seed)
@@ -84,5 +90,9 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
                        transactions=transactions, idempotent=idempotent, jitter_ms=jitter_ms,
                        segment_bytes=segment_bytes, seed=seed)
         generate(out, spec)
+    if damages:
+        parts = open_target(out).partitions()
+        for i, kind in enumerate(damages):
+            note(f"damage {kind}: " + apply_damage(parts[i % len(parts)], kind, seed + i))
     note(f"wrote {out}")
     return 0

@@ -31,6 +31,14 @@ def _recovery_point(part: PartitionDir) -> int:
         return 0
 
 
+def _corrupt(path: Path) -> bool:
+    try:
+        read_offsets(path)
+        return False
+    except CorruptDataError:
+        return True
+
+
 def _describe(plan: Plan) -> list[dict[str, Any]]:
     rows = [{"action": a.action, "file": str(a.path), "reason": a.reason,
              **({"to": str(a.to)} if a.to else {})} for a in plan.loader]
@@ -111,6 +119,10 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             q = quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
                                                            enabled=not no_quarantine))
             rp = _recovery_point(part)
+            if rp == 0 and part.log_dir is not None and _corrupt(log_dir / naming.RECOVERY_POINT):
+                rows_corrupt = True
+            else:
+                rows_corrupt = False
             plan = plan_partition(part, rp, full=full, force=force, interval=index_interval_bytes)
             rows = _describe(plan)
             if not dry_run and not plan.empty:
@@ -125,7 +137,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             changed += bool(rows)
             problems += len(probs)
             if part.log_dir is not None and plan.log_end_offset is not None and not probs:
-                if rp != plan.log_end_offset:
+                if rp != plan.log_end_offset or rows_corrupt:
                     rp_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
                     rows.append({"action": "checkpoint", "file": str(log_dir / naming.RECOVERY_POINT),
                                  "reason": f"recovery point {rp} -> {plan.log_end_offset}"})
@@ -147,7 +159,10 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 out.write(_text(part, rows, probs, dry_run) + "\n")
         if not dry_run:
             for log_dir, updates in rp_updates.items():
-                update_offsets(log_dir / naming.RECOVERY_POINT, updates)
+                cp = log_dir / naming.RECOVERY_POINT
+                if _corrupt(cp):
+                    quarantines[log_dir].remove(cp, "checkpoint that does not parse; rewritten")
+                update_offsets(cp, updates, replace_corrupt=True)
             for log_dir, updates in hw_updates.items():
                 update_offsets(log_dir / naming.REPLICATION, updates)
     if fmt == "json":

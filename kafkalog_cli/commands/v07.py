@@ -35,10 +35,10 @@ from kafkalog_cli.storage.v07 import (
     Segment07,
     Target07,
     find_target,
-    iter_entries,
 )
 from kafkalog_cli.storage.v07_check import check_target, target_problems
 from kafkalog_cli.storage.v07_recovery import apply_plan, plan_partition
+from kafkalog_cli.storage.v07_scan import iter_entries
 
 F = TypeVar("F", bound=Callable[..., Any])
 Row = dict[str, Any]
@@ -308,7 +308,7 @@ def find_by_time(ts: list[Target07], when: str, fmt: str) -> int:
                          "nothing to search by time (0.7 brokers answered time queries from "
                          "segment file modification times only); use --timestamp earliest or "
                          "latest, or `kafkalog migrate` the partition first")
-    out = make_renderer(fmt, lambda r: f"{r['topic']}-{r['partition']} {r['timestamp']} "
+    out = make_renderer(fmt, lambda r: f"{r['topic']}-{r['partition']} - "
                                        f"{'-' if r['offset'] is None else r['offset']}")
     for t in ts:
         for part in t.partitions:
@@ -324,16 +324,24 @@ def find_by_time(ts: list[Target07], when: str, fmt: str) -> int:
 
 # -- generate ---------------------------------------------------------------------------
 
-def generate_options(f: F) -> F:
+def damage_kinds(current: tuple[str, ...]) -> list[str]:
+    """generate's --damage choices: the current format's kinds, then 0.7's own."""
     from kafkalog_cli.storage.v07_generate import DAMAGES
 
-    f = click.option("--damage", "damage", multiple=True, type=click.Choice(DAMAGES),
-                     help="With --format 0.7: damage the newest segment of every partition "
-                          "(repeatable).")(f)
+    return [*current, *(k for k in DAMAGES if k not in current)]
+
+
+def generate_options(f: F) -> F:
     return click.option("--format", "layout", type=click.Choice(["current", FORMAT]),
                         default="current", show_default=True,
-                        help="0.7 writes Kafka 0.7 partitions (.kafka segments, byte "
-                             "offsets).")(f)
+                        help="0.7 writes Kafka 0.7 partitions (.kafka segments, byte offsets; "
+                             "--damage then takes " + ", ".join(_damages07()) + ").")(f)
+
+
+def _damages07() -> tuple[str, ...]:
+    from kafkalog_cli.storage.v07_generate import DAMAGES
+
+    return DAMAGES
 
 
 def generate(out: Path, *, layout: str, damage: tuple[str, ...], preset: str | None,
@@ -344,7 +352,8 @@ def generate(out: Path, *, layout: str, damage: tuple[str, ...], preset: str | N
     from kafkalog_cli.storage.v07_generate import generate as gen07
 
     if layout != FORMAT:
-        raise UsageError("--damage needs --format 0.7")
+        raise UsageError(f"--damage {', '.join(damage)}: some of these exist only for Kafka "
+                         "0.7 partitions; add --format 0.7")
     if preset:
         raise UsageError("--preset writes current log dirs; leave it out with --format 0.7")
     spec = Gen07Spec(topics=list(topics), partitions=partitions, records=records,

@@ -20,9 +20,16 @@ def read_offsets(path: Path) -> dict[tuple[str, int], int]:
 
 
 def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,
-                   fsync: bool = True) -> None:
-    """Set (or, with None, drop) entries and rewrite the file atomically."""
-    entries = read_offsets(path)
+                   fsync: bool = True, replace_corrupt: bool = False) -> None:
+    """Set (or, with None, drop) entries and rewrite the file atomically. With
+    `replace_corrupt`, a file that does not parse is treated as empty, as the broker
+    treats it (LogManager.loadLogs), and rewritten."""
+    try:
+        entries = read_offsets(path)
+    except CorruptDataError:
+        if not replace_corrupt:
+            raise
+        entries = {}
     for key, value in updates.items():
         if value is None:
             entries.pop(key, None)

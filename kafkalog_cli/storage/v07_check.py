@@ -30,8 +30,8 @@ from kafkalog_cli.storage.v07 import (
     Partition07,
     Segment07,
     Target07,
-    iter_entries,
 )
+from kafkalog_cli.storage.v07_scan import iter_entries
 
 DAMAGE_CODES = {"torn-tail": "V07_TORN_TAIL", "size-past-end": "V07_SIZE_PAST_END",
                 "bad-size": "V07_BAD_SIZE", "zero-tail": "V07_ZERO_TAIL",

@@ -81,7 +81,8 @@ def generate(log_dir: Path, spec: Gen07Spec) -> tuple[dict[tuple[str, int], int]
         raise UsageError("magic-0 messages cannot be compressed; use --magic 1")
     for d in spec.damage:
         if d not in DAMAGES:
-            raise UsageError(f"unknown damage {d!r} (one of {', '.join(DAMAGES)})")
+            raise UsageError(f"--damage {d} is not a Kafka 0.7 damage kind (those are "
+                             f"{', '.join(DAMAGES)})")
     log_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(spec.seed)
     codecs = [compression.BY_NAME[c] for c in spec.codecs]

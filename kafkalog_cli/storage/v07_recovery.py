@@ -31,7 +31,8 @@ from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.recovery import Action, Problem
 from kafkalog_cli.storage.safety import ensure_mutable
-from kafkalog_cli.storage.v07 import Partition07, Segment07, iter_entries
+from kafkalog_cli.storage.v07 import Partition07, Segment07
+from kafkalog_cli.storage.v07_scan import iter_entries
 
 
 @dataclass

@@ -799,10 +799,10 @@ class DumpLogView:
     """kafka-dump-log ``--deep-iteration --print-data-log`` over a set of .log files (one
     JVM), parsed: ``files``, ``returncode``, ``stdout``, ``stderr``, ``entries``."""
 
-    def __init__(self, files: list[str], *extra: str):
+    def __init__(self, files: list[str], *extra: str, kafka2: bool = False):
         self.files = [str(f) for f in files]
         self.returncode, self.stdout, self.stderr = dump_log(
-            self.files, "--deep-iteration", "--print-data-log", *extra)
+            self.files, "--deep-iteration", "--print-data-log", *extra, kafka2=kafka2)
         self.entries = parse_dump_log(self.stdout)
 
 

@@ -299,3 +299,31 @@ def test_retain_is_silent_when_nothing_happens_and_idempotent(tmp_path):
     r = run("retain", d, "--retention-ms", "1", "--now", "100", "--format", "json")
     assert json.loads(r.out)["partitions"][0]["deleted"][0]["baseOffset"] == 0
     assert run("retain", d, "--retention-ms", "1", "--now", "100").out == b""
+
+
+DRILLS = {  # damage -> (what verify must report, whether recover needs --force)
+    "torn-tail": ({"LOG_TORN_TAIL"}, False),
+    "bit-flip": ({"LOG_CRC_MISMATCH"}, True),
+    "zero-tail": ({"LOG_ZERO_TAIL"}, False),
+    "garbage-tail": ({"LOG_GARBAGE_TAIL"}, False),
+    "missing-index": ({"INDEX_MISSING"}, False),
+    "swap-leftover": ({"LEFTOVER_SWAP"}, False),
+    "cleaned-leftover": ({"LEFTOVER_CLEANED"}, False),
+    "deleted-leftover": ({"LEFTOVER_DELETED"}, False),
+    "orphan-index": ({"ORPHAN_INDEX"}, False),
+    "bad-checkpoint": ({"CHECKPOINT_CORRUPT"}, False),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DRILLS))
+def test_generated_drills_are_found_and_repaired(tmp_path, kind):
+    d = tmp_path / "ld"
+    r = run("generate", d, "--segment-bytes", "8000", "--damage", kind)
+    assert r.code == 0, r.err
+    codes, force = DRILLS[kind]
+    v = json.loads(run("verify", d, "--format", "json").out)
+    assert codes <= {f["code"] for f in v["findings"] if f["severity"] != "info"}
+    args = ["recover", d, "--full"] + (["--force"] if force else [])
+    assert run(*args).code == 1
+    assert_clean(d)
+    assert run(*args).code == 0

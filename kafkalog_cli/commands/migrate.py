@@ -1,0 +1,172 @@
+"""`kafkalog migrate`: a Kafka 0.7 partition (or log dir) as a current log dir, plus the
+byte-offset -> new-offset mapping that translates consumers' saved 0.7 offsets."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+
+import click
+
+from kafkalog_cli.codec.compression import BY_NAME, NAMES
+from kafkalog_cli.commands import options
+from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
+from kafkalog_cli.output.console import note
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.checkpoints import update_offsets
+from kafkalog_cli.storage.files import fsync_dir
+from kafkalog_cli.storage.v07 import find_target
+from kafkalog_cli.storage.v07_check import target_problems
+from kafkalog_cli.storage.v07_migrate import (
+    NO_TIMESTAMP,
+    MigrateOptions,
+    check_migratable,
+    migrate_partition,
+)
+from kafkalog_cli.storage.writer import LogConfig
+
+LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # org.apache.kafka.common.internals.Topic
+CSV_HEADER = ("topic", "partition", "byte_offset", "new_offset")
+
+
+def _timestamp(value: str) -> tuple[int, bool]:
+    if value == "none":
+        return NO_TIMESTAMP, False
+    if value == "mtime":
+        return NO_TIMESTAMP, True
+    try:
+        return options.parse_time(value), False
+    except click.BadParameter as e:
+        raise click.BadParameter(e.message, param_hint="--timestamp") from None
+
+
+def _staging(out: Path) -> Path:
+    """Next to OUT, on the same file system, so the finished log dir is one rename away."""
+    return out.parent / f".{out.name}.kafkalog-migrating"
+
+
+@click.command("migrate", epilog="Exit codes: 0 migrated, 4 the 0.7 data is damaged or mixed "
+               "(nothing is written; run `kafkalog recover` first), 8 operational error, "
+               "16 usage error.")
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--start-offset", type=click.IntRange(0), default=0, show_default=True,
+              help="Offset of the first migrated message.")
+@click.option("--topic", help="Topic name in OUT (default: the 0.7 one; SOURCE must hold one "
+                              "topic).")
+@click.option("--codec", type=click.Choice(["keep", *NAMES]), default="keep", show_default=True,
+              help="keep: plain entries stay uncompressed, each compressed wrapper becomes one "
+                   "batch with its codec.")
+@click.option("--batch-records", type=click.IntRange(1), default=500, show_default=True,
+              help="Most plain 0.7 messages grouped into one v2 batch.")
+@click.option("--timestamp", "timestamp", default="none", show_default=True,
+              metavar="none|mtime|T", help="Record timestamps: none (-1; 0.7 had none, so "
+              "retention falls back to file times), mtime (each 0.7 segment file's), or epoch "
+              "ms / ISO-8601.")
+@click.option("--segment-bytes", type=click.IntRange(14), default=LogConfig.segment_bytes,
+              show_default=True)
+@click.option("--index-interval-bytes", type=click.IntRange(0),
+              default=LogConfig.index_interval_bytes, show_default=True)
+@click.option("--mapping", "mapping_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the offset mapping (CSV) to this file instead of standard output.")
+@click.option("--fsync", is_flag=True, help="fsync data, indexes and directories.")
+@options.max_decompressed_option
+def command(source: Path, out: Path, start_offset: int, topic: str | None, codec: str,
+            batch_records: int, timestamp: str, segment_bytes: int, index_interval_bytes: int,
+            mapping_path: Path | None, fsync: bool, max_decompressed_bytes: int) -> int:
+    """Write the Kafka 0.7 partitions of SOURCE (a partition dir or a log dir) as a current
+    log dir OUT (new or empty): v2 batches, indexes, snapshots and checkpoints, offsets
+    renumbered densely from --start-offset. Prints CSV `topic,partition,byte_offset,
+    new_offset`: every 0.7 entry start, then the 0.7 log end, with the new offset a consumer
+    resumes at; translate saved 0.7 offsets with it. SOURCE is only read.
+
+    \b
+    Examples:
+      kafkalog migrate /old/kafka-logs/orders-0 /new/logs > orders-0.offsets.csv
+      kafkalog migrate /old/kafka-logs /new/logs --codec zstd --mapping offsets.csv
+    """
+    t = find_target(source)
+    if t is None:
+        raise UsageError(f"{source}: holds no Kafka 0.7 .kafka segments")
+    if t.kind == "file":
+        raise UsageError(f"{source}: name the partition dir or log dir, not a segment")
+    problems = target_problems(t)
+    if problems:
+        path, msg = problems[0]
+        raise CorruptDataError(msg, str(path))
+    for part in t.partitions:
+        check_migratable(part)
+    topics = {p.topic for p in t.partitions}
+    if topic is not None and len(topics) > 1:
+        raise UsageError(f"--topic renames one topic; {source} holds {len(topics)}")
+    for name in [topic] if topic is not None else sorted(topics):
+        if not LEGAL_TOPIC.match(name) or name in (".", ".."):
+            raise UsageError(f"topic name {name!r} is not legal in current Kafka; choose one "
+                             "with --topic")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out} exists and is not an empty directory")
+    ts, from_mtime = _timestamp(timestamp)
+    opts = MigrateOptions(start_offset=start_offset,
+                          codec=None if codec == "keep" else BY_NAME[codec],
+                          batch_records=batch_records, timestamp=ts,
+                          timestamp_from_mtime=from_mtime,
+                          config=LogConfig(segment_bytes=segment_bytes,
+                                           index_interval_bytes=index_interval_bytes,
+                                           fsync=fsync),
+                          max_decompressed=max_decompressed_bytes)
+    stage = _staging(out)
+    with ExitStack() as stack:
+        spool = stack.enter_context(tempfile.TemporaryFile("w+", newline=""))
+        rows = csv.writer(spool)
+        rows.writerow(CSV_HEADER)
+        if stage.exists():
+            note(f"removing {stage}, left by an interrupted migrate")
+            shutil.rmtree(stage)
+        try:
+            stage.mkdir(parents=True)
+            leos: dict[tuple[str, int], int | None] = {}
+            for part in t.partitions:
+                name = topic or part.topic
+
+                def emit(byte_offset: int, new_offset: int, name: str = name,
+                         p: int = part.partition) -> None:
+                    rows.writerow((name, p, byte_offset, new_offset))
+
+                dest = stage / naming.partition_dir_name(name, part.partition)
+                res = migrate_partition(part, dest, opts, emit)
+                leos[(name, part.partition)] = res.log_end_offset
+                note(f"{part.path} -> {name}-{part.partition}: {res.messages} messages from "
+                     f"{res.entries} entries; 0.7 offsets up to {res.source_end} -> offsets "
+                     f"{res.log_start_offset}..{res.log_end_offset - 1}")
+            update_offsets(stage / naming.RECOVERY_POINT, leos, fsync=fsync)
+            update_offsets(stage / naming.REPLICATION, leos, fsync=fsync)
+            update_offsets(stage / naming.LOG_START, {k: None for k in leos}, fsync=fsync)
+            if out.exists():
+                out.rmdir()
+            os.rename(stage, out)
+            fsync_dir(out.parent)
+        except (KafkalogError, OSError):
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+        spool.seek(0)
+        _write_mapping(spool, mapping_path)
+    note(f"wrote {out}")
+    return 0
+
+
+def _write_mapping(spool: io.TextIOBase, path: Path | None) -> None:
+    if path is None:
+        shutil.copyfileobj(spool, sys.stdout)
+        return
+    try:
+        with open(path, "w", newline="") as f:
+            shutil.copyfileobj(spool, f)
+    except OSError as e:
+        raise LogDirIOError(f"{path}: cannot write the mapping: {e.strerror}") from None
