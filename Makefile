@@ -30,6 +30,12 @@ bench: $(STAMP) kafka-ref
 	$(PY) bench/run.py
 	$(PY) bench/conformance_bench.py
 
+# Man pages from the click definitions (a test fails when man/ is stale). To read one:
+# `man -l man/kafkalog-dump.1`; to install: `install -Dm644 -t ~/.local/share/man/man1 man/*.1`.
+.PHONY: man
+man: $(STAMP)
+	$(PY) -m kafkalog_cli.manpages man
+
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
 

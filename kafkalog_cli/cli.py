@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compact": ("compact", "Run Kafka's log cleaner offline, in bounded memory."),
     "recover": ("recover", "Do offline what a broker does after an unclean shutdown."),
     "info": ("info", "One-screen overview: partitions, offsets, checkpoints, sizes, state."),
+    "txn": ("txn", "Open (hanging) and aborted transactions per partition, and the LSO."),
+    "export": ("export", "Write log dirs as Parquet, JSON or CSV with Spark (kafkalog[spark])."),
     "generate": ("generate", "Write a deterministic, seeded log dir (fixtures, drills)."),
     "migrate": ("migrate", "Turn Kafka 0.7 partitions into current ones; print the offset mapping."),
 }

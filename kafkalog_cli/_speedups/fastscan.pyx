@@ -2,10 +2,13 @@
 # cython: cdivision=True, embedsignature=True
 """Compiled clean-segment fast path for `verify --shallow` (see storage/check.py::check_log_file).
 
-`scan_clean` streams one `.log` file through a reused buffer (memory stays flat whatever the
-file size: a batch's CRC is computed piecewise across buffer refills, only a straddling 61-byte
-header is ever copied), checks every v2 batch's framing, header and CRC-32C, and walks the
-offset-index and time-index entries exactly as `_OffsetIndexWalk` / `_TimeIndexWalk` do.
+`scan_clean` streams one `.log` file through a few reused chunk buffers (memory stays flat
+whatever the file size: a batch's CRC is computed piecewise across chunks, only a straddling
+61-byte header is ever copied), checks every v2 batch's framing, header and CRC-32C, and walks
+the offset-index and time-index entries exactly as `_OffsetIndexWalk` / `_TimeIndexWalk` do.
+The whole pass runs without the GIL. Copying from the page cache (read) costs more than the
+CRCs, so for files of more than two chunks a helper thread shares the reading: both threads
+claim chunks in order, and the scanning thread never waits for a chunk nobody has started.
 
 It answers either None ("not sure") or, only when the pure `check_log_file` would add no
 finding at all for this file, the values the pure pass produces (see `scan_clean`). Anything
@@ -82,6 +85,7 @@ cdef extern from *:
        free, and the consumer never waits for a chunk nobody has started. Only the consumer
        touches Python (never the helper). */
     #include <pthread.h>
+    #include <signal.h>
     #define KL_HEADROOM 4096
     #define KL_MAX_SLOTS 4
     #define KL_HUGE ((size_t)2 << 20)
@@ -170,10 +174,19 @@ cdef extern from *:
             } else if (pthread_cond_init(&R->cv, NULL) != 0) {
                 pthread_mutex_destroy(&R->mu);
                 R->threaded = 0;
-            } else if (pthread_create(&R->th, NULL, kl_helper, R) != 0) {
-                pthread_cond_destroy(&R->cv);
-                pthread_mutex_destroy(&R->mu);
-                R->threaded = 0;  /* read everything here */
+            } else {
+                /* signals go to the Python thread, never to the helper */
+                sigset_t all, old;
+                int rc;
+                sigfillset(&all);
+                pthread_sigmask(SIG_BLOCK, &all, &old);
+                rc = pthread_create(&R->th, NULL, kl_helper, R);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                if (rc != 0) {
+                    pthread_cond_destroy(&R->cv);
+                    pthread_mutex_destroy(&R->mu);
+                    R->threaded = 0;  /* read everything here */
+                }
             }
         }
         return R;

@@ -20,6 +20,7 @@ from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.codec.control import encode_end_txn
 from kafkalog_cli.codec.message_v01 import encode_message_set
+from kafkalog_cli.commands import options
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage import naming
@@ -94,9 +95,11 @@ def _batches(recs: Iterator[Rec], max_records: int, max_bytes: int) -> Iterator[
 
 @click.command("append", epilog="Exit codes: 0 appended, 8 operational error (e.g. the log dir "
                "lock is held: stop the broker), 16 usage error (bad input: nothing is written).")
-@click.argument("logdir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--topic", required=True)
-@click.option("--partition", type=click.IntRange(0), required=True)
+@click.argument("logdir", type=click.Path(file_okay=False, path_type=Path),
+                shell_complete=options.complete_log_dir)
+@click.option("--topic", required=True, shell_complete=options.complete_topic)
+@click.option("--partition", type=click.IntRange(0), required=True,
+              shell_complete=options.complete_partition)
 @click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Read records from this file (default: standard input).")
 @click.option("--input-format", type=click.Choice(["jsonl", "lines"]), default="jsonl",

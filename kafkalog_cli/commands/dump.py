@@ -15,7 +15,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import options, v07
+from kafkalog_cli.commands import decoding, options, v07
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
@@ -76,6 +76,7 @@ class Dumper:
         self.max_decompressed = max_decompressed
         self.problems = 0
         self.sizes = False  # text output shows raw key/value sizes
+        self.decoding = decoding.Decoding("none")
 
     def damage(self, path: Path) -> Callable[[Damage], None]:
         def report(d: Damage) -> None:
@@ -87,8 +88,9 @@ class Dumper:
 
     # -- logs -------------------------------------------------------------------------
     def log_batches(self, path: Path, topic: str, partition: int,
-                    batches: Iterator[tuple[int, Batch]]) -> None:
+                    batches: Iterator[tuple[int, Batch]], kraft_snapshot: bool = False) -> None:
         out, enc, f = self.out, self.enc, self.f
+        decoder = self.decoding.for_topic(topic, kraft_snapshot)
         file = str(path)
         for pos, b in batches:
             if f.to_offset is not None and b.magic == 2 and b.base_offset > f.to_offset:
@@ -124,9 +126,13 @@ class Dumper:
                     row["crc"] = r.crc
                 if control:
                     try:
-                        row["control"] = parse_control(r.key, r.value).as_dict()
+                        info = parse_control(r.key, r.value)
+                        row["control"] = info.as_dict()
+                        self.decoding.control(row, info.type, r.value)
                     except CorruptDataError as e:
                         row["control"] = {"error": e.reason}
+                elif decoder is not None:
+                    self.decoding.record(row, decoder, r.key, r.value)
                 out.row(row)
 
     def log_file(self, path: Path, base: int | None) -> None:
@@ -141,7 +147,8 @@ class Dumper:
         elif base is not None:
             self.out.text(f"Log starting offset: {base}")
         self.log_batches(path, topic, partition,
-                         iter_batches(path, on_damage=self.damage(path)))
+                         iter_batches(path, on_damage=self.damage(path)),
+                         kraft_snapshot=path.name.endswith(".checkpoint"))
 
     def partition(self, part: PartitionDir) -> None:
         for seg, start in segments_in_range(part, self.f.from_offset, self.f.to_offset):
@@ -269,12 +276,16 @@ def _record_text(row: Row) -> str:
     else:
         parts.append(f" isValid: true crc: {row['crc']}}}")
     control = row.get("control")
-    if control:
+    if control and decoding.control_text(control):
+        parts.append(decoding.control_text(control) or "")
+    elif control:
         if control.get("type") in ("COMMIT", "ABORT"):
             parts.append(f" endTxnMarker: {control['type']} coordinatorEpoch: "
                          f"{control.get('coordinatorEpoch')}")
         else:
             parts.append(f" controlType: {control.get('type')}({control.get('typeId')})")
+    elif _PRINT_DATA and "decoded" in row:
+        parts.append(decoding.data_text(row["decoded"], row["offset"]))
     elif _PRINT_DATA:
         if key is not None:
             parts.append(f" key: {key}")
@@ -301,10 +312,12 @@ def _record_text(row: Row) -> str:
 @click.option("--only", type=click.Choice(["all", "data", "control"]), default="all",
               show_default=True, help="Only data batches or only control batches.")
 @options.max_decompressed_option
+@decoding.decode_option
 def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_batches: bool,
             fmt: str, payload: str, from_offset: int | None, to_offset: int | None,
             from_time: int | None, to_time: int | None, key_filter: str | None,
-            producer_id: int | None, only: str, max_decompressed_bytes: int) -> int:
+            producer_id: int | None, only: str, max_decompressed_bytes: int,
+            decode: str = "auto") -> int:
     """Print the contents of log dirs, partition dirs or single files.
 
     PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
@@ -317,8 +330,10 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
       kafkalog dump orders-0/00000000000000000000.log --records --print-data
       kafkalog dump /var/lib/kafka --records --format jsonl --payload base64 | jq .
       kafkalog dump orders-0 --records --from-offset 1000 --to-offset 1010
+      kafkalog dump /var/lib/kafka/__consumer_offsets-12 --print-data
     """
     global _PRINT_DATA
+    print_data = print_data or decode not in ("auto", "none")  # as kafka-dump-log's decoders
     _PRINT_DATA = print_data
     records = with_records or print_data or key_filter is not None
     filters = Filters(from_offset, to_offset, from_time, to_time,
@@ -327,6 +342,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     d = Dumper(out, records, not (no_batches and records), payload_encoder(payload), filters,
                max_decompressed_bytes)
     d.sizes = fmt == "text"
+    d.decoding = decoding.Decoding(decode)
     try:
         for p in paths:
             if v07.dump_path(p, d, print_data):  # Kafka 0.7 .kafka segments

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.shell_completion import CompletionItem
 
 from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkalog_cli.output.render import FORMATS, PAYLOADS
@@ -59,5 +61,93 @@ def max_decompressed_option(f: F) -> F:
 
 
 def paths_argument(f: F) -> F:
-    return click.argument("paths", nargs=-1, required=True,
+    return click.argument("paths", nargs=-1, required=True, shell_complete=complete_paths,
                           type=click.Path(exists=False, path_type=str))(f)
+
+
+# -- shell completion (click's `_KAFKALOG_COMPLETE=bash_source|zsh_source|fish_source`) ------
+def complete_paths(ctx: click.Context, param: click.Parameter,
+                   incomplete: str) -> list[CompletionItem]:
+    """Files and directories (log dirs, partition dirs, segment files): the shell's own."""
+    return [CompletionItem(incomplete, type="file")]
+
+
+def complete_log_dir(ctx: click.Context, param: click.Parameter,
+                     incomplete: str) -> list[CompletionItem]:
+    """A log dir: directories only, completed by the shell."""
+    return [CompletionItem(incomplete, type="dir")]
+
+
+_DIR_PARAMS = ("logdir", "paths")
+
+
+def _completion_params(ctx: click.Context) -> dict[str, Any]:
+    """The values given so far. While an option's value is being completed click's resilient
+    parse of `... --topic` fails and leaves every parameter unset, so parse the words again
+    without the dangling option (click passes them in COMP_WORDS/COMP_CWORD to every shell)."""
+    if any(ctx.params.get(n) for n in _DIR_PARAMS):
+        return ctx.params
+    import os
+
+    from click.shell_completion import split_arg_string
+
+    words = split_arg_string(os.environ.get("COMP_WORDS", ""))
+    cword = os.environ.get("COMP_CWORD", "")
+    if cword.isdigit():  # bash, zsh: the index of the word being completed
+        args = words[1:int(cword)]
+    else:  # fish: the word itself, also the last of COMP_WORDS
+        args = words[1:]
+        if cword and args and args[-1] == cword:
+            args.pop()
+    if ctx.info_name in args:
+        args = args[args.index(ctx.info_name) + 1:]
+    if args and args[-1].startswith("-"):
+        args = args[:-1]
+    try:
+        sub = ctx.command.make_context(ctx.info_name, args, parent=ctx.parent,
+                                       resilient_parsing=True)
+    except click.ClickException:
+        return ctx.params
+    return {**sub.params, **{k: v for k, v in ctx.params.items() if v}}
+
+
+def _partitions_on_command_line(ctx: click.Context) -> list[tuple[str, int]]:
+    """(topic, partition) of the partition dirs under the dirs given earlier on the line."""
+    from kafkalog_cli.storage.naming import parse_partition_dir
+
+    params = _completion_params(ctx)
+    given: list[object] = []
+    for name in _DIR_PARAMS:
+        v = params.get(name)
+        given += list(v) if isinstance(v, (tuple, list)) else [v] if v else []
+    found: set[tuple[str, int]] = set()
+    for g in given:
+        root = Path(str(g)).expanduser()
+        candidates = [root]
+        try:
+            if root.is_dir():
+                candidates += [e for e in root.iterdir() if e.is_dir()]
+        except OSError:
+            continue
+        for d in candidates:
+            pn = parse_partition_dir(d.name)
+            if pn is not None:
+                found.add((pn.topic, pn.partition))
+    return sorted(found)
+
+
+def complete_topic(ctx: click.Context, param: click.Parameter,
+                   incomplete: str) -> list[CompletionItem]:
+    """Topics of the log dir (or partition dirs) named earlier on the command line."""
+    topics = sorted({t for t, _ in _partitions_on_command_line(ctx)})
+    return [CompletionItem(t) for t in topics if t.startswith(incomplete)]
+
+
+def complete_partition(ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[CompletionItem]:
+    """Partition numbers of the --topic given earlier (of every topic if none is)."""
+    params = _completion_params(ctx)
+    topic = params.get("topic")
+    topics = set(params.get("topics") or ()) | ({topic} if topic else set())
+    nums = sorted({p for t, p in _partitions_on_command_line(ctx) if not topics or t in topics})
+    return [CompletionItem(str(n)) for n in nums if str(n).startswith(incomplete)]

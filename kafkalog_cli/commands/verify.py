@@ -93,8 +93,14 @@ def _text(fd: Finding) -> str:
 @options.format_option()
 @click.option("--all", "show_all", is_flag=True, help="Also list info findings in text output.")
 @options.max_decompressed_option
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local",
+              show_default=True, help="Check partition dirs in this process, or in Spark "
+                                      "tasks (pip install 'kafkalog[spark]'); same findings.")
+@click.option("--master", metavar="URL", help="Spark master for --engine spark: local[*] "
+              "(default), spark://..., yarn, sc://host:port [env: SPARK_REMOTE].")
 def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
-            max_decompressed_bytes: int) -> int:
+            max_decompressed_bytes: int, engine: str = "local",
+            master: str | None = None) -> int:
     """Check log dirs, partitions or files for damage, as a broker and kafka-dump-log would, and more.
 
     Every finding is collected (verify never stops at the first) with a severity, a stable
@@ -110,10 +116,22 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
     opts = CheckOptions(shallow=shallow, max_decompressed=max_decompressed_bytes)
     stats = Stats()
     f = Findings()
+    if engine == "spark":
+        from kafkalog_cli.spark import require_pyspark
+
+        require_pyspark("verify --engine spark")
+    spark_targets: list[Target] = []
     for p in paths:
         if v07.verify_path(p, f, opts, stats):  # Kafka 0.7 .kafka segments
             continue
+        if engine == "spark":
+            spark_targets.append(open_target(p))
+            continue
         verify_target(open_target(p), f, opts, stats)
+    if spark_targets:
+        from kafkalog_cli.spark.jobs import verify_on_spark
+
+        verify_on_spark(spark_targets, f, opts, stats, verify_target, master)
     summary: dict[str, Any] = {"partitions": stats.partitions, "segments": stats.segments,
                                "batches": stats.batches,
                                "records": None if shallow else stats.records,

@@ -40,7 +40,7 @@ from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import rebuild_segment
 from kafkalog_cli.storage.replace import replace_segments
 from kafkalog_cli.storage.retention import largest_timestamp
-from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.segment import Segment, log_end_offset
 
 INT32_MAX = 2**31 - 1
 
@@ -85,16 +85,6 @@ class RoundResult:
     map_full: bool = False
 
 
-def _log_end(segs: list[Segment]) -> int:
-    for s in reversed(segs):
-        last = None
-        for _p, b in s.batches():
-            last = b.last_offset
-        if last is not None:
-            return last + 1
-    return segs[-1].base_offset if segs else 0
-
-
 def replay(part: PartitionDir) -> tuple[ProducerState, list[ie.AbortedTxn]]:
     """Producer state at the log end and every aborted transaction, from the log itself."""
     st = ProducerState()
@@ -114,7 +104,8 @@ def cleanable_range(part: PartitionDir, checkpoint: int | None, log_start: int,
                     high_watermark: int, state: ProducerState, now: int,
                     cfg: CleanerConfig) -> CleanRange:
     segs = part.segments
-    leo = _log_end(segs)
+    leo = log_end_offset(segs)
+    leo = leo if leo is not None else segs[-1].base_offset
     reset = False
     ckpt = log_start if checkpoint is None else checkpoint
     if ckpt < log_start or ckpt > leo:

@@ -33,7 +33,7 @@ from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, rebuild_segment
 from kafkalog_cli.storage.safety import ensure_mutable
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
-from kafkalog_cli.storage.segment import Segment, iter_batches
+from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
 
 
 @dataclass
@@ -214,20 +214,10 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
             plan.log_end_offset = r.next_offset
     if plan.log_end_offset is None:
         last_seg = segs[-1]
-        plan.log_end_offset = _leo(segs)
+        plan.log_end_offset = log_end_offset(segs)
         if plan.log_end_offset is None:
             plan.log_end_offset = last_seg.base_offset
     return plan
-
-
-def _leo(segs: list[Segment]) -> int | None:
-    for s in reversed(segs):
-        last = None
-        for _pos, b in s.batches(on_damage=lambda d: None):
-            last = b.last_offset
-        if last is not None:
-            return last + 1
-    return None
 
 
 def _index_actions(plan: Plan, seg: Segment, r) -> None:  # type: ignore[no-untyped-def]

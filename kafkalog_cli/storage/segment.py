@@ -98,3 +98,14 @@ class Segment:
     def txn_index(self) -> TxnIndex | None:
         return TxnIndex.read(self.path(naming.TXNINDEX), self.base_offset) \
             if self.has_txnindex else None
+
+
+def log_end_offset(segments: list[Segment]) -> int | None:
+    """Next offset after the last batch of the newest segment holding one (None if none does)."""
+    for seg in reversed(segments):
+        last = None
+        for _pos, b in seg.batches(on_damage=lambda d: None):
+            last = b.last_offset
+        if last is not None:
+            return last + 1
+    return None

@@ -22,6 +22,7 @@ from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.reader import seek_position
 from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.segment import log_end_offset as segments_log_end
 
 
 @dataclass(frozen=True)
@@ -120,10 +121,7 @@ def max_timestamp_offset(part: PartitionDir) -> Found:
 
 
 def log_end_offset(part: PartitionDir) -> int:
-    for seg in reversed(part.segments):
-        last = None
-        for _pos, b in seg.batches():
-            last = b.last_offset
-        if last is not None:
-            return last + 1
+    leo = segments_log_end(part.segments)
+    if leo is not None:
+        return leo
     return part.segments[-1].base_offset if part.segments else 0

@@ -52,11 +52,6 @@ def test_not_a_log_dir_is_a_usage_error(tmp_path):
     assert r.code == 16 and "not a Kafka log dir" in r.err
 
 
-def test_pending_commands_say_so():
-    r = run("compact", "/tmp")
-    assert r.code == 8 and "not built yet" in r.err
-
-
 def test_dump_ends_cleanly_on_a_closed_pipe(sample):
     p = subprocess.run(f"{sys.executable} -m kafkalog_cli dump {sample} --records | head -n 2",
                        shell=True, capture_output=True)

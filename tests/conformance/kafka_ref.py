@@ -570,11 +570,14 @@ _BATCH_LEGACY = re.compile(
     r"compresscodec: (\w+) crc: (\d+) isvalid: (true|false)\Z")
 _RECORD = re.compile(r"\| offset: (-?\d+) " + _TS + r": (-?\d+) keySize: (-?\d+) "
                      r"valueSize: (-?\d+)")
-# Kafka 2.x, magic 0/1 record lines: the record, then the batch's toString
+# Kafka 2.x record lines (every magic): the record, then its batch's fields, then (magic 2)
+# sequence/headerKeys/control fields and key/payload as in 3.x
 _RECORD_2X_LEGACY = re.compile(
     r"\| offset: (-?\d+) isValid: (true|false) crc: (\d+|null) keySize: (-?\d+) "
-    r"valueSize: (-?\d+) " + _TS + r": (-?\d+)(?: baseOffset: -?\d+ lastOffset: .*? "
-    r"isvalid: (?:true|false))?")
+    r"valueSize: (-?\d+) " + _TS + r": (-?\d+)(?: baseOffset: -?\d+ lastOffset: -?\d+ "
+    r"baseSequence: -?\d+ lastSequence: -?\d+ producerEpoch: -?\d+ "
+    r"partitionLeaderEpoch: -?\d+ batchSize: \d+ magic: \d+ compressType: \w+ "
+    r"position: \d+(?: crc: \d+ isvalid: (?:true|false))?)?")
 _REC_SEQ = re.compile(r" sequence: (-?\d+) headerKeys: \[(.*?)\](?= isValid: | endTxnMarker: "
                       r"| controlType: | SnapshotHeader | SnapshotFooter | KRaftVersion "
                       r"| KRaftVoters | key: | payload: |\Z)", re.S)

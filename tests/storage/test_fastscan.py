@@ -45,7 +45,9 @@ needs_ext = pytest.mark.skipif(fs is None, reason="compiled fastscan not built "
                                "(test_extension_is_built reports it)")
 SHALLOW = CheckOptions(shallow=True)
 TIERS = ["package"] + (["avx512"] if fs is not None and fs.avx512_available() else [])
-MUTATE = settings(max_examples=250, deadline=None, derandomize=True,
+# KAFKALOG_FUZZ_EXAMPLES=5000 for a longer, randomised hunt
+_FUZZ = int(os.environ.get("KAFKALOG_FUZZ_EXAMPLES", "0"))
+MUTATE = settings(max_examples=_FUZZ or 250, deadline=None, derandomize=not _FUZZ,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

@@ -90,7 +90,7 @@ CONSUMER_GROUP_VALUES: dict[int, Struct] = {
     4: message("ConsumerGroupPartitionMetadataValue", field("Topics", Struct("TopicMetadata", (
         field("TopicId", "uuid"), field("TopicName", "string"), field("NumPartitions", "int32"),
         field("PartitionMetadata", Struct("PartitionMetadata", (
-            field("Partition", "int32"), field("Racks", "[]string"))))))))),
+            field("Partition", "int32"), field("Racks", "[]string")))))))),
     5: message("ConsumerGroupMemberMetadataValue",
                field("InstanceId", "string", null="0+"),
                field("RackId", "string", null="0+"),

@@ -85,13 +85,16 @@ class Struct:
     fields: tuple[Field, ...]
 
 
-def field(name: str, type_: str | Struct, v: str = "0+", *, null: str = "none",
+def field(name: str, type_: str | Struct, v: str | None = None, *, null: str = "none",
           tag: int | None = None, tagged: str = "none", default: Any = 0,
           array: bool | None = None) -> Field:
     """A Field from spec-like arguments: `field("Isr", "[]int32", null="0+", tag=0, ...)`.
 
     A Struct type is an array of structs unless `array=False` (a single nested struct).
+    Without `v` a field exists in its tagged versions if it has any, else in every version.
     """
+    if v is None:
+        v = tagged if tagged != "none" else "0+"
     if isinstance(type_, str):
         array = type_.startswith("[]")
         type_ = type_.removeprefix("[]")
@@ -112,7 +115,7 @@ class UnknownRecordType(CorruptDataError):
     """A record whose type/version has no schema here (kafka-dump-log: "Unknown record type")."""
 
 
-class _Reader:
+class Reader:
     """A cursor over one message; every short read raises CorruptDataError at its position."""
 
     __slots__ = ("data", "end", "flexible", "pos", "what")
@@ -159,7 +162,7 @@ class _Reader:
         return int(self.fixed("int32" if long else "int16", name))
 
 
-def _read_value(r: _Reader, f: Field, version: int) -> Any:
+def _read_value(r: Reader, f: Field, version: int) -> Any:
     name = f.name
     if f.array:
         start = r.pos
@@ -172,13 +175,13 @@ def _read_value(r: _Reader, f: Field, version: int) -> Any:
     return _read_one(r, f, version)
 
 
-def _null(r: _Reader, f: Field, version: int, pos: int) -> None:
+def _null(r: Reader, f: Field, version: int, pos: int) -> None:
     if not _in(version, f.nullable):
         raise r.fail(f"non-nullable field {f.name} was serialized as null", pos)
     return None
 
 
-def _read_one(r: _Reader, f: Field, version: int) -> Any:
+def _read_one(r: Reader, f: Field, version: int) -> Any:
     t = f.type
     if isinstance(t, Struct):
         return _read_fields(r, t, version)
@@ -198,7 +201,7 @@ def _read_one(r: _Reader, f: Field, version: int) -> Any:
     raise r.fail(f"{f.name}: unknown type {t!r} in schema")
 
 
-def _read_fields(r: _Reader, s: Struct, version: int) -> dict[str, Any]:
+def _read_fields(r: Reader, s: Struct, version: int) -> dict[str, Any]:
     values: dict[str, Any] = {}
     tagged: dict[int, Field] = {}
     for f in s.fields:
@@ -220,7 +223,7 @@ def _read_fields(r: _Reader, s: Struct, version: int) -> dict[str, Any]:
             if tf is None:  # unknown tags are kept by Kafka, shown by no one
                 r.pos += size
                 continue
-            sub = _Reader(r.data, r.pos, r.pos + size, True, r.what)
+            sub = Reader(r.data, r.pos, r.pos + size, True, r.what)
             found[tf.name] = _read_value(sub, tf, version)
             r.pos += size
     out: dict[str, Any] = {}
@@ -239,7 +242,7 @@ def read_struct(data: bytes | memoryview, s: Struct, version: int, flexible: Ver
     `exact` makes trailing bytes an error (Kafka's MetadataRecordSerde checks; the group and
     transaction coordinators do not).
     """
-    r = _Reader(data, pos, len(data), _in(version, flexible), f"{s.name} v{version}")
+    r = Reader(data, pos, len(data), _in(version, flexible), f"{s.name} v{version}")
     out = _read_fields(r, s, version)
     if exact and r.pos != r.end:
         raise r.fail(f"{r.end - r.pos} byte(s) of garbage after the message")

@@ -1,0 +1,206 @@
+"""The `kafkalog` PySpark data source (pyspark.sql.datasource, Spark >= 4.0).
+
+  spark.read.format("kafkalog").option("subscribe", "orders").load("/archive/*/kafka-logs")
+
+Schema: Spark's Kafka source schema (key, value, topic, partition, offset, timestamp,
+timestampType, and headers when includeHeaders=true), then leaderEpoch, producerId,
+producerEpoch, sequence, isTransactional, batchBaseOffset, segment (the `.log` path) and
+position (the batch's byte position). mode=batches gives batch headers instead.
+One input partition per segment, or per piece of one (minPartitions); see plan.py.
+
+Planning runs in a Python worker on the driver: reader() parses the options, partitions()
+scans the log dirs. Spark pickles the reader for read() *before* calling partitions(), so
+everything a task needs travels in its InputPartition (a plan.Split).
+
+Filter pushdown (Spark >= 4.1, `spark.sql.python.filterPushdown.enabled`) is opt-in:
+`register(spark, filter_pushdown=True)`. Pushed topic, partition, offset and lower
+timestamp bounds skip segments and batches; every filter is still handed back for Spark to
+evaluate. In Spark 4.3.0 a DataFrame that ran a filtered query reuses that query's
+pruned reader for a later unfiltered one (too few rows), which is why it is off by default
+and why option-based bounds are the first choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from kafkalog_cli.spark import options as opt
+from kafkalog_cli.spark.plan import Pruning, plan
+
+NAME = "kafkalog"
+
+HEADERS = ArrayType(StructType([StructField("key", StringType()),
+                                StructField("value", BinaryType())]))
+
+
+def records_schema(include_headers: bool) -> StructType:
+    """Spark's Kafka source schema, then what only the files know."""
+    fields = [StructField("key", BinaryType()), StructField("value", BinaryType()),
+              StructField("topic", StringType()), StructField("partition", IntegerType()),
+              StructField("offset", LongType()), StructField("timestamp", TimestampType()),
+              StructField("timestampType", IntegerType())]
+    if include_headers:
+        fields.append(StructField("headers", HEADERS))
+    fields += [StructField("leaderEpoch", IntegerType()), StructField("producerId", LongType()),
+               StructField("producerEpoch", IntegerType()),
+               StructField("sequence", IntegerType()),
+               StructField("isTransactional", BooleanType()),
+               StructField("batchBaseOffset", LongType()),
+               StructField("segment", StringType()), StructField("position", LongType())]
+    return StructType(fields)
+
+
+_BATCH_TYPES = {"topic": StringType(), "partition": IntegerType(), "segment": StringType(),
+                "position": LongType(), "size": IntegerType(), "magic": IntegerType(),
+                "baseOffset": LongType(), "lastOffset": LongType(), "count": IntegerType(),
+                "compression": StringType(), "timestampType": IntegerType(),
+                "maxTimestamp": LongType(), "producerId": LongType(),
+                "producerEpoch": IntegerType(), "baseSequence": IntegerType(),
+                "lastSequence": IntegerType(), "partitionLeaderEpoch": IntegerType(),
+                "isTransactional": BooleanType(), "isControl": BooleanType(),
+                "crc": LongType(), "crcValid": BooleanType(), "damage": StringType()}
+
+
+def batches_schema() -> StructType:
+    from kafkalog_cli.spark.rows import BATCH_FIELDS
+
+    return StructType([StructField(n, _BATCH_TYPES[n]) for n in BATCH_FIELDS])
+
+
+def schema_for(o: opt.ReadOptions) -> StructType:
+    return batches_schema() if o.mode == "batches" else records_schema(o.include_headers)
+
+
+class KafkalogDataSource(DataSource):
+    """Reads Kafka log dirs, partition dirs or segment files; the path may be a glob."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        return schema_for(opt.parse(self.options))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkalogReader(self._parsed(schema), schema)
+
+    def _parsed(self, schema: StructType) -> opt.ReadOptions:
+        o = opt.parse(self.options)
+        if schema != schema_for(o):
+            raise opt.OptionError("the kafkalog source has a fixed schema; do not pass "
+                                  ".schema(...) (use includeHeaders or mode to change it)")
+        return o
+
+
+class KafkalogReader(DataSourceReader):
+    def __init__(self, o: opt.ReadOptions, schema: StructType) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.opts = o
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.pruning = Pruning()
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(s) for s in plan(self.opts, self.pruning).splits]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        from kafkalog_cli.spark import rows
+
+        split = partition.value
+        if split is None:  # Spark's stand-in when there is nothing to read
+            return iter(())
+        o = self.opts
+        if o.mode == "batches":
+            return rows.read_batches(split, self.arrow_schema, verify_crc=o.verify_crc)
+        return rows.read_records(split, self.arrow_schema, verify_crc=o.verify_crc,
+                                 fail=o.fail_on_data_loss, include_control=o.include_control)
+
+
+# -- filter pushdown (opt-in) ---------------------------------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _ms(v: Any) -> int | None:
+    """A timestamp literal as epoch milliseconds, rounded down (a lower bound stays safe)."""
+    if isinstance(v, datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=timezone.utc)
+        return (v - _EPOCH) // timedelta(milliseconds=1)
+    return None
+
+
+def absorb(p: Pruning, f: Filter) -> None:
+    """Narrow `p` by one pushed filter; unknown shapes change nothing (always safe)."""
+    col = getattr(f, "attribute", None)
+    if not col or len(col) != 1:
+        return
+    name, value = col[0], getattr(f, "value", None)
+    if name == "topic":
+        vals = {value} if isinstance(f, EqualTo) else set(value) if isinstance(f, In) else None
+        if vals is not None and all(isinstance(v, str) for v in vals):
+            p.topics = vals if p.topics is None else p.topics & vals
+    elif name == "partition":
+        vals = {value} if isinstance(f, EqualTo) else set(value) if isinstance(f, In) else None
+        if vals is not None and all(isinstance(v, int) for v in vals):
+            p.partitions = vals if p.partitions is None else p.partitions & vals
+    elif name == "offset":
+        lo = hi = None
+        if isinstance(f, EqualTo) and isinstance(value, int):
+            lo = hi = value
+        elif isinstance(f, In) and value and all(isinstance(v, int) for v in value):
+            lo, hi = min(value), max(value)
+        elif isinstance(f, GreaterThan) and isinstance(value, int):
+            lo = value + 1
+        elif isinstance(f, GreaterThanOrEqual) and isinstance(value, int):
+            lo = value
+        elif isinstance(f, LessThan) and isinstance(value, int):
+            hi = value - 1
+        elif isinstance(f, LessThanOrEqual) and isinstance(value, int):
+            hi = value
+        if lo is not None:
+            p.min_offset = lo if p.min_offset is None else max(p.min_offset, lo)
+        if hi is not None:
+            p.max_offset = hi if p.max_offset is None else min(p.max_offset, hi)
+    elif name == "timestamp" and isinstance(f, (EqualTo, GreaterThan, GreaterThanOrEqual)):
+        ms = _ms(value)
+        if ms is not None:
+            p.min_timestamp_ms = ms if p.min_timestamp_ms is None else max(p.min_timestamp_ms, ms)
+
+
+class KafkalogPushdownReader(KafkalogReader):
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        for f in filters:
+            absorb(self.pruning, f)
+            yield f  # pruning is whole batches only: Spark still checks every row
+
+
+class KafkalogPushdownDataSource(KafkalogDataSource):
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return KafkalogPushdownReader(self._parsed(schema), schema)

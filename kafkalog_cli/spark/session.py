@@ -1,0 +1,210 @@
+"""SparkSession for the CLI: local, any cluster master, or Spark Connect; quiet and offline.
+
+  --master local[*] (default) | local[N] | spark://... | yarn | k8s://... | sc://host:port
+  SPARK_REMOTE=sc://host:port  selects Spark Connect when --master is not given
+
+Executors must import kafkalog_cli. In local mode they run this interpreter (PYSPARK_PYTHON),
+which has it installed. For any other master the package's pure-Python sources are zipped
+and shipped (SparkContext.addPyFile, or addArtifacts(pyfile=True) over Connect) unless
+KAFKALOG_SPARK_SHIP=0 says the executors have kafkalog installed (which also gives them
+the compiled decoder). Its dependencies (crc32c, lz4, python-snappy, zstandard, orjson,
+pyarrow) must be installed on the executors either way.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kafkalog_cli.errors import EXIT_UNFIXED, KafkalogError, UsageError
+from kafkalog_cli.spark import INSTALL_HINT, SparkUnavailable, register, require_pyspark
+
+DEFAULT_MASTER = "local[*]"
+
+# log4j2: warnings and errors only, on stderr (which goes to the log file, see build()).
+# The repl/gateway loggers are named so Spark does not announce its default log level.
+LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+logger.context.name = org.apache.spark.SparkContext
+logger.context.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+"""
+
+
+def quiet_conf(log4j_file: str) -> dict[str, str]:
+    tz = "-Duser.timezone=UTC"
+    return {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j_file} {tz}",
+            "spark.executor.extraJavaOptions": tz}
+
+
+def is_remote(master: str) -> bool:
+    return master.startswith("sc://")
+
+
+def resolve_master(master: str | None) -> str:
+    """--master, else SPARK_REMOTE, else local[*]."""
+    return master or os.environ.get("SPARK_REMOTE") or DEFAULT_MASTER
+
+
+def log_path() -> Path:
+    """Where the JVM's own output goes (KAFKALOG_SPARK_LOG, else a file in the temp dir)."""
+    p = os.environ.get("KAFKALOG_SPARK_LOG")
+    return Path(p) if p else Path(tempfile.gettempdir()) / f"kafkalog-spark-{os.getpid()}.log"
+
+
+@contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Point fd 2 at `path` while the JVM starts: it inherits it, so its banner and logs land
+    there instead of on the user's terminal."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
+def package_zip(dest: Path) -> Path:
+    """kafkalog_cli's Python sources as a zip for addPyFile (compiled parts are left out:
+    executors fall back to the pure-Python codec)."""
+    root = Path(__file__).resolve().parent.parent
+    out = dest / "kafkalog_cli.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in sorted(root.rglob("*.py")):
+            if "__pycache__" not in f.parts:
+                z.write(f, Path("kafkalog_cli") / f.relative_to(root))
+    return out
+
+
+def _ship(master: str) -> bool:
+    v = os.environ.get("KAFKALOG_SPARK_SHIP", "auto").lower()
+    if v in ("1", "true", "yes"):
+        return True
+    if v in ("0", "false", "no"):
+        return False
+    return not master.startswith("local")
+
+
+class Session:
+    """A SparkSession with the kafkalog source registered; stops it on exit if it started it."""
+
+    def __init__(self, master: str | None = None, app_name: str = "kafkalog",
+                 conf: dict[str, str] | None = None) -> None:
+        self.master = resolve_master(master)
+        self.app_name = app_name
+        self.conf = conf or {}
+        self.log = log_path()
+        self.spark: Any = None
+        self._started = False
+        self._tmp = tempfile.TemporaryDirectory(prefix="kafkalog-spark-")
+
+    def __enter__(self) -> Any:
+        require_pyspark("Spark mode")
+        if is_remote(self.master):
+            self.spark = self._connect()
+        else:
+            self.spark = self._classic()
+        register(self.spark)
+        return self.spark
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started and self.spark is not None:
+            self.spark.stop()
+        self._tmp.cleanup()
+
+    def _classic(self) -> Any:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        if self.master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("TZ", "UTC")
+        log4j = Path(self._tmp.name) / "log4j2.properties"
+        log4j.write_text(LOG4J2)
+        builder = SparkSession.builder.master(self.master).appName(self.app_name)
+        for k, v in {**quiet_conf(str(log4j)), **self.conf}.items():
+            builder = builder.config(k, v)
+        self._started = SparkContext._active_spark_context is None
+        if self._started:
+            with _stderr_to(self.log):
+                spark = builder.getOrCreate()
+        else:
+            spark = builder.getOrCreate()
+        if _ship(self.master):
+            spark.sparkContext.addPyFile(str(package_zip(Path(self._tmp.name))))
+        return spark
+
+    def _connect(self) -> Any:
+        from pyspark.sql import SparkSession
+
+        try:
+            spark = SparkSession.builder.remote(self.master).getOrCreate()
+        except ImportError as e:
+            raise SparkUnavailable(f"Spark Connect needs its client libraries ({e.name or e} "
+                                   f"is missing): pip install pyspark-client, or "
+                                   f"{INSTALL_HINT} plus pyspark[connect]") from None
+        self._started = False  # a shared server session: never stop it from here
+        if _ship(self.master):
+            spark.addArtifacts(str(package_zip(Path(self._tmp.name))), pyfile=True)
+        return spark
+
+
+class DamagedData(KafkalogError):
+    """A task met damaged data (failOnDataLoss); the message is the task's own."""
+
+    exit_code = EXIT_UNFIXED
+
+
+_OURS = re.compile(r"kafkalog_cli\.[\w.]+\.(OptionError|UsageError|DataLoss|CorruptDataError|"
+                   r"CorruptBatch|LogDirIOError|KafkalogError): (.+)")
+
+
+def translate(e: BaseException, log: Path) -> KafkalogError:
+    """A Spark/Py4J exception as one kafkalog error line (our own message when the failure
+    was ours, raised in a Python worker)."""
+    text = str(e)
+    found = _OURS.findall(text)
+    if found:
+        kind, msg = found[-1]
+        msg = msg.strip()
+        if kind in ("OptionError", "UsageError"):
+            return UsageError(msg)
+        if kind in ("DataLoss", "CorruptDataError", "CorruptBatch"):
+            return DamagedData(msg)
+        return KafkalogError(msg)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    first = lines[0] if lines else type(e).__name__
+    return KafkalogError(f"Spark job failed: {first[:500]} (Spark log: {log})")
+
+
+def is_spark_error(e: BaseException) -> bool:
+    mod = type(e).__module__ or ""
+    return mod.startswith(("pyspark", "py4j", "grpc"))

@@ -1,0 +1,243 @@
+"""The operators' commands on Kafka 0.7 dirs, end to end: exit codes, stdout, stderr."""
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.cli.run import run
+from tests.v07.bytes07 import payload_of, positions, segments
+
+CRASH_EXIT = 99
+
+
+def gen(out, *extra):
+    r = run("generate", out, "--format", "0.7", "--records", "240", "--batch-records", "6",
+            "--codec", "none", "--codec", "gzip", "--codec", "snappy", "--segment-bytes",
+            "3000", "--partitions", "2", *extra)
+    assert r.code == 0, r.err
+    return out
+
+
+def one_error_line(r):
+    assert "Traceback" not in r.err
+    lines = [ln for ln in r.err.splitlines() if ln.startswith("kafkalog: error: ")]
+    assert len(lines) == 1, r.err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    return gen(tmp_path_factory.mktemp("v07") / "ld")
+
+
+def test_dump_json_offsets_are_byte_offsets(clean):
+    r = run("dump", clean / "demo-0", "--records", "--format", "jsonl")
+    assert r.code == 0, r.err
+    rows = [json.loads(x) for x in r.out.splitlines()]
+    entries = [x for x in rows if x["kind"] == "entry"]
+    # offsets: segment name + position, consecutive, each nextOffset the following offset
+    for seg in segments(clean / "demo-0"):
+        mine = [e for e in entries if e["file"] == str(seg)]
+        start = int(seg.name[:20])
+        assert [(e["position"], e["size"]) for e in mine] == positions(seg.read_bytes())
+        assert all(e["offset"] == start + e["position"] for e in mine)
+    assert all(a["nextOffset"] == b["offset"] for a, b in zip(entries, entries[1:]))
+    assert {e["compression"] for e in entries} == {"none", "gzip", "snappy"}
+    msgs = [m for m in rows if m["kind"] == "message"]
+    assert [m["payload"].split(" ")[0] for m in msgs] == [f"demo-0#{i}" for i in range(240)]
+    assert all(m["magic"] == 1 and m["isValid"] for m in msgs)
+
+
+def test_dump_filters_by_byte_offset_and_refuses_the_rest(clean):
+    segs = segments(clean / "demo-0")
+    second = int(segs[1].name[:20])
+    r = run("dump", clean / "demo-0", "--format", "jsonl", "--from-offset", second,
+            "--to-offset", second + 1)
+    rows = [json.loads(x) for x in r.out.splitlines()]
+    assert r.code == 0 and [x["offset"] for x in rows] == [second]
+    for opt in (["--from-time", "0"], ["--key", "k"], ["--producer-id", "1"]):
+        r = run("dump", clean / "demo-0", *opt)
+        assert r.code == 16 and "no timestamps, keys or producer ids" in one_error_line(r)
+
+
+def test_verify_clean_and_shallow(clean):
+    r = run("verify", clean)
+    assert r.code == 0, r.text
+    assert "verified 2 partitions" in r.text and "0 errors" in r.text
+    assert run("verify", clean, "--shallow").code == 0
+
+
+def test_commands_refuse_mixing_0_7_and_current_paths(clean, sample):
+    for args in (["recover", clean, sample, "--dry-run"], ["info", clean, sample],
+                 ["find-by-time", clean, sample, "-t", "latest"]):
+        r = run(*args)
+        assert r.code == 16 and "run the command on each kind" in one_error_line(r)
+    # verify and dump take each path on its own
+    assert run("verify", clean, sample).code == 0
+
+
+def test_info_and_find_by_time(clean):
+    r = run("info", clean, "--format", "json")
+    assert r.code == 0
+    parts = json.loads(r.out)[0]["partitions"]
+    ends = [sum(p.stat().st_size for p in segments(clean / f"demo-{i}")) for i in (0, 1)]
+    assert [(p["format"], p["end_offset"]) for p in parts] == [("0.7", ends[0]), ("0.7", ends[1])]
+    r = run("find-by-time", clean, "-t", "earliest")
+    assert r.code == 0 and r.text.splitlines() == ["demo-0 - 0", "demo-1 - 0"]
+    r = run("find-by-time", clean, "-t", "max-timestamp")
+    assert r.code == 16 and "carry no timestamp" in one_error_line(r)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--damage", "name-gap"], "add --format 0.7"),
+    (["--format", "0.7", "--damage", "swap-leftover"], "not a Kafka 0.7 damage kind"),
+    (["--format", "0.7", "--codec", "lz4"], "no lz4 codec"),
+    (["--format", "0.7", "--preset", "sample"], "--preset"),
+    (["--format", "0.7", "--magic", "0", "--codec", "gzip"], "cannot be compressed"),
+])
+def test_generate_refusals(tmp_path, args, says):
+    r = run("generate", tmp_path / "x", *args)
+    assert r.code == 16 and says in one_error_line(r)
+
+
+def test_recover_torn_tail_then_nothing_to_do(tmp_path):
+    ld = gen(tmp_path / "ld", "--damage", "torn-tail")
+    newest = segments(ld / "demo-1")[-1]
+    before = newest.read_bytes()
+    last_pos, last_n = positions(before)[-1]
+    cut = last_pos + 4 + last_n
+    r = run("recover", ld, "--dry-run")
+    assert r.code == 4 and "would truncate" in r.text and newest.read_bytes() == before
+    v = run("verify", ld, "--format", "json")
+    torn = [f for f in json.loads(v.out)["findings"] if f["code"] == "V07_TORN_TAIL"]
+    assert v.code == 4 and sorted((f["file"], f["position"]) for f in torn)[-1] == \
+        (str(newest), cut)
+    r = run("recover", ld, "--quarantine", tmp_path / "q", "--format", "json")
+    assert r.code == 1, r.err
+    rep = json.loads(r.out)["partitions"]
+    assert [p["actions"][0]["bytes"] for p in rep][1] == [cut, len(before)]
+    assert newest.read_bytes() == before[:cut]
+    saved = sorted((tmp_path / "q").rglob("*.bytes-*"))
+    assert saved[-1].read_bytes() == before[cut:]
+    manifest = [json.loads(x) for m in (tmp_path / "q").rglob("manifest.jsonl")
+                for x in m.read_text().splitlines()]
+    assert {m["action"] for m in manifest} == {"cut"} and len(manifest) == 2
+    r = run("recover", ld)
+    assert r.code == 0 and r.text.strip() == "nothing to do"
+    assert run("verify", ld).code == 0
+
+
+def test_recover_bit_flip_needs_force(tmp_path):
+    ld = gen(tmp_path / "ld", "--damage", "bit-flip")
+    newest = segments(ld / "demo-0")[-1]
+    data = newest.read_bytes()
+    whole = positions(data)
+    at = whole[len(whole) // 2][0]
+    r = run("recover", ld / "demo-0")
+    assert r.code == 4 and "valid data follows" in r.text and newest.read_bytes() == data
+    r = run("recover", ld / "demo-0", "--force", "--no-quarantine")
+    assert r.code == 1, r.err
+    assert newest.read_bytes() == data[:at]
+    assert not (tmp_path / ".kafkalog-quarantine").exists()
+
+
+def test_recover_a_segment_file_is_a_usage_error(clean):
+    r = run("recover", segments(clean / "demo-0")[0])
+    assert r.code == 16 and "name the partition dir" in one_error_line(r)
+
+
+@pytest.mark.parametrize("point", ["recover.v07.truncate.before", "recover.v07.truncate.after",
+                                   "quarantine.save_range.after"])
+def test_crash_during_recover_is_finished_by_a_rerun(tmp_path, point):
+    ld = gen(tmp_path / "ld", "--damage", "torn-tail", "--partitions", "1")
+    newest = segments(ld / "demo-0")[-1]
+    before = newest.read_bytes()
+    pos, n = positions(before)[-1]
+    env = dict(os.environ, KAFKALOG_CRASH_AT=point)
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "recover", str(ld)], env=env,
+                       capture_output=True, timeout=120)
+    assert p.returncode == CRASH_EXIT, p.stderr
+    r = run("recover", ld)
+    if point == "recover.v07.truncate.after":
+        assert r.code == 0  # the cut was made before the crash
+    else:
+        assert r.code == 1, r.err
+    assert newest.read_bytes() == before[:pos + 4 + n]
+    assert run("recover", ld).code == 0
+
+
+def test_migrate_maps_every_byte_offset(tmp_path, clean):
+    out = tmp_path / "new"
+    r = run("migrate", clean, out)
+    assert r.code == 0, r.err
+    rows = list(csv.reader(io.StringIO(r.text)))
+    assert rows[0] == ["topic", "partition", "byte_offset", "new_offset"]
+    for p in (0, 1):
+        mine = [(int(b), int(n)) for t, pp, b, n in rows[1:] if (t, pp) == ("demo", str(p))]
+        starts, payloads = [], []
+        for seg in segments(clean / f"demo-{p}"):
+            data = seg.read_bytes()
+            starts += [int(seg.name[:20]) + pos for pos, _ in positions(data)]
+        end = sum(s.stat().st_size for s in segments(clean / f"demo-{p}"))
+        assert [b for b, _ in mine] == starts + [end]
+        assert mine[0][1] == 0 and mine[-1][1] == 240
+        assert all(a[1] < b[1] for a, b in zip(mine, mine[1:]))
+        # every entry start maps to the offset of its first message, in the new log
+        d = run("dump", out / f"demo-{p}", "--records", "--format", "jsonl",
+                "--payload", "utf8")
+        recs = [json.loads(x) for x in d.out.splitlines() if b'"record"' in x]
+        assert [x["offset"] for x in recs] == list(range(240))
+        assert [x["value"].split(" ")[0] for x in recs] == [f"demo-{p}#{i}" for i in range(240)]
+        by_offset = {x["offset"]: x["value"] for x in recs}
+        for (b, n), seg_pos in zip(mine[:-1], starts):
+            assert b == seg_pos and by_offset[n].split(" ")[0].startswith(f"demo-{p}#")
+        assert all(x["key"] is None and x["timestamp"] == -1 for x in recs)
+    assert run("verify", out).code == 0
+    assert {p.name for p in out.iterdir()} >= {"demo-0", "demo-1",
+                                               "recovery-point-offset-checkpoint"}
+    assert not list(tmp_path.glob(".*migrating"))
+
+
+def test_migrate_wrapper_maps_to_its_first_inner_message(tmp_path, clean):
+    r = run("migrate", clean / "demo-0", tmp_path / "new", "--start-offset", "1000",
+            "--topic", "renamed", "--mapping", tmp_path / "map.csv")
+    assert r.code == 0 and r.out == b""
+    rows = list(csv.DictReader((tmp_path / "map.csv").open()))
+    assert {x["topic"] for x in rows} == {"renamed"}
+    assert rows[0]["new_offset"] == "1000" and rows[-1]["new_offset"] == "1240"
+    seg = segments(clean / "demo-0")[0]
+    data = seg.read_bytes()
+    (pos, n), = [(p, n) for p, n in positions(data) if data[p + 5] == 1][:1]  # first gzip
+    new = int(next(x for x in rows if int(x["byte_offset"]) == pos)["new_offset"])
+    d = run("dump", tmp_path / "new" / "renamed-0", "--records", "--format", "jsonl",
+            "--from-offset", new, "--to-offset", new)
+    rec = [json.loads(x) for x in d.out.splitlines() if b'"record"' in x]
+    import gzip
+    inner = gzip.decompress(payload_of(data, pos, n))
+    assert rec[0]["value"].encode() == payload_of(inner, *positions(inner)[0])
+
+
+def test_migrate_refusals_write_nothing(tmp_path, clean, sample):
+    bad = gen(tmp_path / "bad", "--damage", "crc")
+    r = run("migrate", bad, tmp_path / "out")
+    assert r.code == 4 and "kafkalog recover" in one_error_line(r)
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".*migrating"))
+    assert r.out == b""
+    mixed = gen(tmp_path / "mixed", "--damage", "mixed")
+    assert run("migrate", mixed, tmp_path / "out").code == 4
+    gap = gen(tmp_path / "gap", "--damage", "name-gap")
+    assert run("migrate", gap / "demo-0", tmp_path / "out").code == 4
+    assert run("migrate", sample, tmp_path / "out").code == 16
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    r = run("migrate", clean, tmp_path / "full")
+    assert r.code == 16 and "not an empty directory" in one_error_line(r)
+    r = run("migrate", clean, tmp_path / "out", "--topic", "a/b")
+    assert r.code == 16 and "--topic" in one_error_line(r)
+    r = run("migrate", clean, tmp_path / "out", "--timestamp", "yesterday")
+    assert r.code == 16 and "Traceback" not in r.err
