@@ -94,6 +94,7 @@ cdef extern from *:
         int fd, nslots, threaded, stop;
         int64_t end, chunk, nchunks, stride;
         unsigned char *mem;
+        int owns_mem;
         int64_t next_claim;  /* the first chunk nobody has claimed */
         int64_t cur;         /* the chunk the consumer is on (its slot and older are busy) */
         int64_t slot_chunk[KL_MAX_SLOTS];
@@ -152,18 +153,33 @@ cdef extern from *:
         return NULL;
     }
 
-    static kl_reader *kl_reader_open(int fd, int64_t end, int64_t chunk, int threaded) {
+    static int kl_use_thread(int64_t end, int64_t chunk, int threaded) {
+        return threaded && (end + chunk - 1) / chunk > 2;
+    }
+    /* Bytes of buffer a reader needs. */
+    static int64_t kl_reader_need(int64_t end, int64_t chunk, int threaded) {
+        int64_t nchunks = (end + chunk - 1) / chunk;
+        int nslots = kl_use_thread(end, chunk, threaded) ? KL_MAX_SLOTS : (nchunks > 1 ? 2 : 1);
+        return ((KL_HEADROOM + chunk + 4095) & ~(int64_t)4095) * nslots;
+    }
+    /* A reader over fd; it uses `mem` (at least kl_reader_need bytes) if given, else its own. */
+    static kl_reader *kl_reader_open(int fd, int64_t end, int64_t chunk, int threaded,
+                                     unsigned char *mem) {
         kl_reader *R = (kl_reader *)calloc(1, sizeof(kl_reader));
         if (!R) return NULL;
         R->fd = fd;
         R->end = end;
         R->chunk = chunk;
         R->nchunks = (end + chunk - 1) / chunk;
-        R->threaded = threaded && R->nchunks > 2;
+        R->threaded = kl_use_thread(end, chunk, threaded);
         R->nslots = R->threaded ? KL_MAX_SLOTS : (R->nchunks > 1 ? 2 : 1);
         R->stride = (KL_HEADROOM + chunk + 4095) & ~(int64_t)4095;
         R->cur = -1;
-        R->mem = kl_alloc_buffer((size_t)(R->stride * R->nslots));
+        R->mem = mem;
+        if (!mem) {
+            R->mem = kl_alloc_buffer((size_t)(R->stride * R->nslots));
+            R->owns_mem = 1;
+        }
         if (!R->mem) {
             free(R);
             return NULL;
@@ -239,7 +255,7 @@ cdef extern from *:
             pthread_cond_destroy(&R->cv);
             pthread_mutex_destroy(&R->mu);
         }
-        free(R->mem);
+        if (R->owns_mem) free(R->mem);
         free(R);
     }
 
@@ -354,7 +370,10 @@ cdef extern from *:
     void kl_advise_sequential(int fd) noexcept nogil
     ctypedef struct kl_reader:
         pass
-    kl_reader *kl_reader_open(int fd, int64_t end, int64_t chunk, int threaded) noexcept nogil
+    int64_t kl_reader_need(int64_t end, int64_t chunk, int threaded) noexcept nogil
+    unsigned char *kl_alloc_buffer(size_t size) noexcept nogil
+    kl_reader *kl_reader_open(int fd, int64_t end, int64_t chunk, int threaded,
+                              unsigned char *mem) noexcept nogil
     int kl_reader_get(kl_reader *R, int64_t k, unsigned char **data) noexcept nogil
     void kl_reader_advance(kl_reader *R, int64_t k) noexcept nogil
     void kl_reader_close(kl_reader *R) noexcept nogil
@@ -398,6 +417,13 @@ cdef int64_t BASE_LIMIT = <int64_t>1 << 62
 
 cdef bint _avx512_available = kl_crc_setup() != 0
 cdef int _tier = TIER_AVX512 if _avx512_available else TIER_PACKAGE
+
+# One buffer block kept between calls (the largest one needed so far: 16 MiB at the default
+# chunk), so that scanning many segments does not fault fresh pages in for each. Taken and given
+# back with the GIL held; a concurrent call gets a private block.
+cdef unsigned char *_cache = NULL
+cdef int64_t _cache_size = 0
+cdef bint _cache_busy = False
 
 
 cdef struct Scan:
@@ -651,6 +677,27 @@ cdef void memset_scan(Scan *S) noexcept:
     S.fd = -1
 
 
+cdef unsigned char *_take_cache(int64_t need) noexcept:
+    """The cached block (grown to `need` if smaller), or NULL if another call holds it."""
+    global _cache, _cache_size, _cache_busy
+    if _cache_busy:
+        return NULL
+    if _cache_size < need:
+        free(_cache)
+        _cache_size = 0
+        _cache = kl_alloc_buffer(<size_t>need)
+        if _cache == NULL:
+            return NULL
+        _cache_size = need
+    _cache_busy = True
+    return _cache
+
+
+cdef void _give_back_cache() noexcept:
+    global _cache_busy
+    _cache_busy = False
+
+
 cdef int _reraise() except -1:
     """Propagate the exception a signal handler left set (see _fill)."""
     return -1
@@ -703,6 +750,8 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
     """
     cdef Scan S
     cdef Status st = UNSURE
+    cdef unsigned char *mem = NULL
+    cdef bint took_cache = False
     cdef Py_ssize_t i
     memset_scan(&S)
     S.tier = _tier
@@ -745,7 +794,9 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
                 S.chunk = chunk if chunk < S.end else S.end
                 S.cur = -1
                 kl_advise_sequential(S.fd)
-                S.reader = kl_reader_open(S.fd, S.end, S.chunk, threads)
+                mem = _take_cache(kl_reader_need(S.end, S.chunk, threads))
+                took_cache = mem != NULL
+                S.reader = kl_reader_open(S.fd, S.end, S.chunk, threads, mem)
                 if S.reader == NULL:
                     raise MemoryError
             with nogil:
@@ -757,6 +808,8 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
                 with nogil:
                     kl_reader_close(S.reader)
                 S.reader = NULL
+            if took_cache:
+                _give_back_cache()
             _os.close(S.fd)
         if st == NO_MEMORY:
             raise MemoryError

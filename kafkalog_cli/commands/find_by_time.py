@@ -30,8 +30,9 @@ def _text(row: dict[str, Any]) -> str:
 @options.paths_argument
 @click.option("--timestamp", "-t", "when", required=True, metavar="T",
               help="Epoch ms, ISO-8601 with a zone, or earliest / latest / max-timestamp.")
+@click.option("--topic", "topics", multiple=True, help="Only these topics (repeatable).")
 @options.format_option(default="text")
-def command(paths: tuple[str, ...], when: str, fmt: str) -> int:
+def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str) -> int:
     """Find the earliest offset whose timestamp is at or after T, as a broker answers
     ListOffsets (time index, then offset index, then a scan of the batches).
 
@@ -41,6 +42,7 @@ def command(paths: tuple[str, ...], when: str, fmt: str) -> int:
     Examples:
       kafkalog find-by-time /var/lib/kafka/orders-0 --timestamp 2024-05-01T12:00:00Z
       kafkalog find-by-time /var/lib/kafka --timestamp 1714564800000 --format json
+      kafkalog find-by-time /var/lib/kafka --topic orders -t 2024-05-01T00:00:00+02:00
       kafkalog find-by-time orders-0 -t latest
     """
     if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7: no timestamps to search
@@ -54,6 +56,8 @@ def command(paths: tuple[str, ...], when: str, fmt: str) -> int:
     out = make_renderer(fmt, _text)
     for p in paths:
         for part in open_target(p).partitions():
+            if topics and part.topic not in topics:
+                continue
             log_start = None
             if part.log_dir is not None:
                 try:

@@ -143,8 +143,8 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
                 res = migrate_partition(part, dest, opts, emit)
                 leos[(name, part.partition)] = res.log_end_offset
                 note(f"{part.path} -> {name}-{part.partition}: {res.messages} messages from "
-                     f"{res.entries} entries; 0.7 offsets up to {res.source_end} -> offsets "
-                     f"{res.log_start_offset}..{res.log_end_offset - 1}")
+                     f"{res.entries} entries; 0.7 log end {res.source_end} -> log end offset "
+                     f"{res.log_end_offset}")
             update_offsets(stage / naming.RECOVERY_POINT, leos, fsync=fsync)
             update_offsets(stage / naming.REPLICATION, leos, fsync=fsync)
             update_offsets(stage / naming.LOG_START, {k: None for k in leos}, fsync=fsync)

@@ -92,7 +92,7 @@ def dump_path(path: str, d: Any, print_data: bool) -> bool:
         return True
     d.problems += _problems_to_stderr(t)
     for part in t.partitions:
-        if part.mixed:
+        if part.mixed and t.kind != "file":
             continue
         for seg in part.segments:
             if flt.to_offset is not None and seg.start > flt.to_offset:

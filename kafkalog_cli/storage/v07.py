@@ -95,11 +95,6 @@ class Partition07:
     def mixed(self) -> bool:
         return bool(self.modern_files)
 
-    @property
-    def log_end_offset(self) -> int | None:
-        """Where 0.7 appends next if the newest segment is whole (checks nothing)."""
-        return self.segments[-1].end if self.segments else None
-
 
 @dataclass
 class Target07:

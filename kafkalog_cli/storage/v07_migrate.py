@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 from kafkalog_cli.codec import compression
@@ -30,9 +31,9 @@ from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import CorruptBatch, CorruptDataError
 from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
 from kafkalog_cli.storage.v07 import Partition07
 from kafkalog_cli.storage.v07_scan import iter_entries
+from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
 
 NO_TIMESTAMP = -1
 Mapping = Callable[[int, int], None]  # (0.7 byte offset, new offset)
@@ -72,7 +73,7 @@ def check_migratable(part: Partition07) -> None:
     if part.mixed:
         raise CorruptBatch("holds both Kafka 0.7 .kafka segments and 0.8+ files; kafkalog "
                            "does not guess which is current", str(part.path))
-    for prev, seg in zip(part.segments, part.segments[1:], strict=False):
+    for prev, seg in pairwise(part.segments):
         if prev.end != seg.start:
             raise CorruptBatch(f"segment name does not follow on from {prev.path.name} "
                                f"(expected start {prev.end}); 0.7 would not load this "

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.storage.faults import crash_point
@@ -105,7 +106,7 @@ def plan_partition(part: Partition07, *, full: bool = False, force: bool = False
         break
     else:
         plan.log_end_offset = segs[-1].end
-    for prev, seg in zip(segs[:keep - 1], segs[1:keep], strict=True):
+    for prev, seg in pairwise(segs[:keep]):
         if prev.end != seg.start:
             plan.problems.append(Problem(
                 seg.path, None, f"segment name does not follow on from {prev.path.name} "

@@ -226,3 +226,70 @@ def test_crash_during_replacement_then_recover_is_old_or_new_never_a_mix(tmp_pat
     # and compacting again finishes the job
     assert run("compact", pdir, "--force", "--now", str(NOW)).code == 0
     assert data_of(pdir) == new
+
+
+def _batches(pdir):
+    return [b for s in open_target(pdir).partition.segments for _p, b in s.batches()]
+
+
+def test_last_batch_of_a_live_producer_stays_as_an_empty_batch(tmp_path):
+    ld = tmp_path / "ld"
+    common = ["--topic", "t", "--partition", "0", "--segment-bytes", "2000", "--now", str(NOW)]
+    # producer 7 writes key k once; later plain records overwrite k, so 7's batch empties
+    assert run("append", ld, *common, "--producer-id", "7", "--base-sequence", "40",
+               stdin=b'{"key": "k", "value": "from-7"}\n').code == 0
+    lines = "".join(json.dumps({"key": "k" if i % 2 else f"x{i}", "value": "v" * 50}) + "\n"
+                    for i in range(200)).encode()
+    assert run("append", ld, *common, "--batch-records", "5", stdin=lines).code == 0
+    pdir = ld / "t-0"
+    [before] = [b for b in _batches(pdir) if b.producer_id == 7]
+    assert run("compact", pdir, "--force", "--now", str(NOW), "--no-quarantine").code == 0
+    [after] = [b for b in _batches(pdir) if b.producer_id == 7]
+    assert after.count == 0 and after.size == 61  # header only, as DefaultRecordBatch writes
+    assert (after.base_offset, after.last_offset, after.base_sequence, after.producer_epoch,
+            after.max_timestamp) == (before.base_offset, before.last_offset,
+                                     before.base_sequence, before.producer_epoch,
+                                     before.max_timestamp)
+    assert after.base_timestamp == -1 and after.is_valid()
+    assert_clean_and_kafka_python_reads(ld)
+
+
+def test_an_aborted_transaction_goes_data_first_then_its_marker_after_the_horizon(tmp_path):
+    ld = tmp_path / "ld"
+    common = ["--topic", "t", "--partition", "0", "--segment-bytes", "2000", "--now", str(NOW)]
+    assert run("append", ld, *common, "--producer-id", "9", "--transactional", "--end-txn",
+               "abort", stdin=b'{"key": "a", "value": "1"}\n{"key": "b", "value": "2"}\n').code == 0
+    filler = "".join(json.dumps({"key": f"f{i}", "value": "v" * 80}) + "\n"
+                     for i in range(100)).encode()
+    assert run("append", ld, *common, "--producer-id", "11", "--batch-records", "5",
+               stdin=filler).code == 0  # another producer, so 9's marker is not its last batch
+    pdir = ld / "t-0"
+
+    def markers():
+        return [b for b in _batches(pdir) if b.is_control and b.producer_id == 9]
+
+    assert len(markers()) == 1 and markers()[0].delete_horizon_ms is None
+
+    def round_at(now: int, seq: int) -> None:
+        assert run("append", ld, *common, "--producer-id", "11", "--base-sequence", str(seq),
+                   "--batch-records", "5", stdin=filler).code == 0  # something dirty to clean
+        assert run("compact", pdir, "--force", "--now", str(now), "--no-quarantine").code == 0
+
+    # Rounds start two days on: producer 9 has expired (producer.id.expiration.ms, 1 day), so
+    # its last batch is not kept as an empty batch for it (that would keep the marker too).
+    t1 = NOW + 2 * DAY
+    # round 1: the aborted data goes; its data was seen this round, so the marker stays as is
+    assert run("compact", pdir, "--force", "--now", str(t1), "--no-quarantine").code == 0
+    assert not [b for b in _batches(pdir) if b.producer_id == 9 and not b.is_control]
+    [m] = markers()
+    assert m.delete_horizon_ms is None
+    # round 2: nothing of the transaction is left, so the marker gets a delete horizon
+    round_at(t1 + 1, 100)
+    [m] = markers()
+    assert m.delete_horizon_ms == t1 + 1 + DAY
+    # round 3, before the horizon: it stays; round 4, at the horizon: it goes
+    round_at(t1 + DAY, 200)
+    assert len(markers()) == 1
+    round_at(t1 + 1 + DAY, 300)
+    assert markers() == []
+    assert_clean_and_kafka_python_reads(ld)

@@ -13,9 +13,8 @@ import json
 import re
 import shutil
 
-import pytest
-
 import kafka_ref
+import pytest
 from broker_corpus import consume_all
 from kafkalog_run import run_kafkalog
 

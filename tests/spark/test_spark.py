@@ -162,14 +162,14 @@ def test_subscribe_pattern_and_assign_select_partitions(spark: Any) -> None:
 def test_offset_options_equal_dump_range_and_skip_segments(spark: Any) -> None:
     from kafkalog_cli.spark import options, plan
 
-    df = read(spark, FIXTURE, subscribe="demo", startingOffsets='{"demo": {"0": 300}}',
+    df = read(spark, FIXTURE, subscribe="demo", startingOffsets='{"demo": {"0": 350}}',
               endingOffsets='{"demo": {"0": 520, "1": 100}}')
-    want = dump_records(DEMO0, extra=["--from-offset", "300", "--to-offset", "519"]) + \
+    want = dump_records(DEMO0, extra=["--from-offset", "350", "--to-offset", "519"]) + \
         dump_records(FIXTURE / "demo-1", extra=["--to-offset", "99"])
     assert spark_records(df) == sorted(want, key=_order)
-    # demo-0 has segments 0, 243, 506: the range [300, 520) needs only the last two, and
-    # the first of those is entered at the offset index's position for 300
-    p = plan.plan(options.parse({"path": str(DEMO0), "startingOffsets": '{"demo":{"0":300}}',
+    # demo-0 has segments 0, 243, 506: the range [350, 520) needs only the last two, and
+    # the first of those is entered at the offset index's position for 350
+    p = plan.plan(options.parse({"path": str(DEMO0), "startingOffsets": '{"demo":{"0":350}}',
                                  "endingOffsets": '{"demo":{"0":520}}'}))
     assert [(s.base_offset, s.start > 0) for s in p.splits] == [(243, True), (506, False)]
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from itertools import pairwise
 
 import pytest
 
@@ -46,7 +47,7 @@ def test_dump_json_offsets_are_byte_offsets(clean):
         start = int(seg.name[:20])
         assert [(e["position"], e["size"]) for e in mine] == positions(seg.read_bytes())
         assert all(e["offset"] == start + e["position"] for e in mine)
-    assert all(a["nextOffset"] == b["offset"] for a, b in zip(entries, entries[1:]))
+    assert all(a["nextOffset"] == b["offset"] for a, b in pairwise(entries))
     assert {e["compression"] for e in entries} == {"none", "gzip", "snappy"}
     msgs = [m for m in rows if m["kind"] == "message"]
     assert [m["payload"].split(" ")[0] for m in msgs] == [f"demo-0#{i}" for i in range(240)]
@@ -179,14 +180,14 @@ def test_migrate_maps_every_byte_offset(tmp_path, clean):
     assert rows[0] == ["topic", "partition", "byte_offset", "new_offset"]
     for p in (0, 1):
         mine = [(int(b), int(n)) for t, pp, b, n in rows[1:] if (t, pp) == ("demo", str(p))]
-        starts, payloads = [], []
+        starts = []
         for seg in segments(clean / f"demo-{p}"):
             data = seg.read_bytes()
             starts += [int(seg.name[:20]) + pos for pos, _ in positions(data)]
         end = sum(s.stat().st_size for s in segments(clean / f"demo-{p}"))
-        assert [b for b, _ in mine] == starts + [end]
+        assert [b for b, _ in mine] == [*starts, end]
         assert mine[0][1] == 0 and mine[-1][1] == 240
-        assert all(a[1] < b[1] for a, b in zip(mine, mine[1:]))
+        assert all(a[1] < b[1] for a, b in pairwise(mine))
         # every entry start maps to the offset of its first message, in the new log
         d = run("dump", out / f"demo-{p}", "--records", "--format", "jsonl",
                 "--payload", "utf8")
@@ -194,7 +195,7 @@ def test_migrate_maps_every_byte_offset(tmp_path, clean):
         assert [x["offset"] for x in recs] == list(range(240))
         assert [x["value"].split(" ")[0] for x in recs] == [f"demo-{p}#{i}" for i in range(240)]
         by_offset = {x["offset"]: x["value"] for x in recs}
-        for (b, n), seg_pos in zip(mine[:-1], starts):
+        for (b, n), seg_pos in zip(mine[:-1], starts, strict=True):
             assert b == seg_pos and by_offset[n].split(" ")[0].startswith(f"demo-{p}#")
         assert all(x["key"] is None and x["timestamp"] == -1 for x in recs)
     assert run("verify", out).code == 0
@@ -241,3 +242,53 @@ def test_migrate_refusals_write_nothing(tmp_path, clean, sample):
     assert r.code == 16 and "--topic" in one_error_line(r)
     r = run("migrate", clean, tmp_path / "out", "--timestamp", "yesterday")
     assert r.code == 16 and "Traceback" not in r.err
+
+
+def test_mixed_log_dir_is_reported_not_guessed(tmp_path, sample):
+    import shutil
+    ld = gen(tmp_path / "ld", "--damage", "torn-tail")
+    shutil.copytree(sample / "demo-0", ld / "demo-5")
+    v = run("verify", ld, "--format", "json")
+    codes = [f["code"] for f in json.loads(v.out)["findings"] if f["severity"] == "error"]
+    assert v.code == 4 and "V07_MIXED_LOG_DIR" in codes
+    r = run("recover", ld, "--format", "json")
+    rep = {p["partition"]: p for p in json.loads(r.out)["partitions"]}
+    assert r.code == 4  # the 0.8+ dir is a problem left; the 0.7 partitions were repaired
+    assert rep[str(ld / "demo-5")]["problems"] and not rep[str(ld / "demo-5")]["actions"]
+    assert rep[str(ld / "demo-0")]["actions"][0]["action"] == "truncate"
+    assert run("verify", ld / "demo-0").code == 0
+    r = run("dump", ld, "--format", "jsonl")
+    assert r.code == 4 and "mixed" in r.err
+    r = run("migrate", ld, tmp_path / "out")
+    assert r.code == 4 and "mixed" in one_error_line(r)
+
+
+def test_partition_dir_names_other_than_topic_dash_partition(tmp_path, clean):
+    import shutil
+    odd = tmp_path / "my_topic_0"
+    shutil.copytree(clean / "demo-0", odd)
+    v = run("verify", odd, "--format", "json")
+    codes = [f["code"] for f in json.loads(v.out)["findings"]]
+    assert v.code == 4 and codes == ["V07_BAD_DIR_NAME"]
+    d = run("dump", odd, "--records", "--format", "jsonl")
+    rows = [json.loads(x) for x in d.out.splitlines()]
+    assert d.code == 0 and {(x["topic"], x["partition"]) for x in rows} == {("my_topic_0", -1)}
+    r = run("migrate", odd, tmp_path / "out")
+    assert r.code == 4 and "<topic>-<partition>" in one_error_line(r)
+
+
+def test_zero_tail_and_segment_name_width(tmp_path, clean):
+    import shutil
+    pdir = tmp_path / "t-0"
+    shutil.copytree(clean / "demo-0", pdir)
+    newest = segments(pdir)[-1]
+    size = newest.stat().st_size
+    with open(newest, "ab") as f:
+        f.write(bytes(64))
+    first = segments(pdir)[0]
+    first.rename(pdir / "0.kafka")
+    v = run("verify", pdir, "--format", "json")
+    found = {(f["code"], f["position"]) for f in json.loads(v.out)["findings"]}
+    assert ("V07_ZERO_TAIL", size) in found and ("V07_SEGMENT_NAME_WIDTH", None) in found
+    r = run("recover", pdir)
+    assert r.code == 1 and newest.stat().st_size == size

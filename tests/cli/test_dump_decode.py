@@ -1,0 +1,108 @@
+"""`dump --decode`: internal-topic records as JSON in text and json rows, on the real corpus;
+a record that does not decode shows an error and the dump goes on."""
+
+import json
+import shutil
+
+from tests.cli.run import run
+from tests.conftest import CORPUS
+
+LEGACY = CORPUS / "kafka-0.9-legacy"
+RUPIA = CORPUS / "rupia-kraft" / "__cluster_metadata-0"
+
+
+def jsonl(*args):
+    r = run("dump", *args, "--format", "jsonl")
+    assert r.code == 0, r.err
+    return [json.loads(ln) for ln in r.text.splitlines()]
+
+
+def test_offsets_text_like_kafka_dump_log():
+    r = run("dump", LEGACY / "__consumer_offsets-7", "--print-data", "--no-batches")
+    assert r.code == 0, r.err
+    recs = [ln for ln in r.text.splitlines() if ln.startswith("| offset:")]
+    assert len(recs) == 11
+    assert recs[0].endswith(
+        ' key: {"type":"1","data":{"group":"legacy-partial","topic":"legacy-compacted",'
+        '"partition":0}} payload: {"version":"1","data":{"offset":751,"metadata":"half-way",'
+        '"commitTimestamp":1795350450590,"expireTimestamp":1795436850590}}')
+    assert sum('"metadata":"one-before-end"' in ln for ln in recs) > 0
+
+
+def test_group_tombstone_is_delete_and_null():
+    r = run("dump", LEGACY / "__consumer_offsets-41", "--print-data", "--no-batches")
+    last = [ln for ln in r.text.splitlines() if ln.startswith("| offset: 13 ")][0]
+    assert last.endswith(' key: {"type":"2","data":{"group":"legacy-verify"}} payload: <DELETE>')
+    rows = jsonl(LEGACY / "__consumer_offsets-41", "--records", "--no-batches")
+    assert rows[-1]["decoded"] == {"key": {"type": "2", "data": {"group": "legacy-verify"}},
+                                   "value": None}
+    member = rows[0]["decoded"]["value"]["data"]["members"][0]
+    assert "legacy-lz4" in member["subscription"]["topics"]
+
+
+def test_none_keeps_raw_and_auto_leaves_other_topics_alone(sample):
+    rows = jsonl(LEGACY / "__consumer_offsets-7", "--records", "--decode", "none")
+    assert all("decoded" not in r for r in rows)
+    r = run("dump", LEGACY / "__consumer_offsets-7", "--print-data", "--decode", "none")
+    assert '"type":"1"' not in r.text and "legacy-partial" in r.text
+    rows = jsonl(sample, "--records")
+    assert rows and all("decoded" not in r for r in rows)
+
+
+def test_forcing_a_decoder_on_other_data_shows_errors_and_goes_on(sample):
+    r = run("dump", sample, "--decode", "offsets")  # implies --print-data
+    assert r.code == 0, r.err
+    recs = [ln for ln in r.text.splitlines() if ln.startswith("| offset:")]
+    assert len(recs) > 10
+    assert all(" key: Error at offset " in ln or " key: {" in ln for ln in recs)
+    assert any(", skipping. " in ln for ln in recs)
+    rows = jsonl(sample, "--decode", "metadata", "--no-batches")
+    assert all("error" in r["decoded"] and r["decoded"]["kind"] == "metadata" for r in rows)
+
+
+def test_a_corrupt_record_in_consumer_offsets_does_not_stop_the_dump(tmp_path):
+    part = tmp_path / "ld" / "__consumer_offsets-7"
+    shutil.copytree(LEGACY / "__consumer_offsets-7", part)
+    log = part / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    # the first message's key (legacy v0 message: offset 8, size 4, crc 4, magic 1, attr 1,
+    # key length 4, key): make its string length run past the key
+    key_at = 8 + 4 + 4 + 1 + 1 + 4
+    data[key_at + 2:key_at + 4] = b"\x7f\x00"
+    log.write_bytes(bytes(data))
+    rows = jsonl(part, "--records", "--no-batches")
+    assert len(rows) == 11
+    assert "error" in rows[0]["decoded"] and "group" in rows[0]["decoded"]["error"]
+    assert all(r["decoded"]["value"]["data"]["metadata"] for r in rows[1:])
+    r = run("dump", part, "--print-data")
+    assert "| offset: 0 " in r.text and " key: Error at offset 0, skipping. " in r.text
+
+
+def test_cluster_metadata_records_and_snapshot_control_records():
+    rows = jsonl(RUPIA, "--records", "--no-batches", "--to-offset", "1725500")
+    names = {r["decoded"]["value"]["name"] for r in rows if "decoded" in r}
+    assert "NoOpRecord" in names
+    cp = sorted(RUPIA.glob("*.checkpoint"))[-1]
+    r = run("dump", cp, "--print-data")
+    assert r.code == 0, r.err
+    text = r.text
+    assert ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":' in text
+    assert ' KRaftVersion {"version":0,"kRaftVersion":1}' in text
+    assert ' KRaftVoters {"version":0,"voters":[{"voterId":1,' in text
+    assert ' SnapshotFooter {"version":0}' in text
+    payloads = [ln.split(" payload: ", 1)[1] for ln in text.splitlines() if " payload: " in ln]
+    types = {json.loads(p)["type"] for p in payloads}
+    assert {"TOPIC_RECORD", "PARTITION_RECORD", "FEATURE_LEVEL_RECORD",
+            "REGISTER_BROKER_RECORD"} <= types
+    topic = next(json.loads(p) for p in payloads if json.loads(p)["type"] == "TOPIC_RECORD")
+    assert set(topic["data"]) == {"name", "topicId"} and topic["name"] == "TopicRecord"
+
+
+def test_leader_change_keeps_kafka_dump_logs_control_type():
+    r = run("dump", CORPUS / "ldi-poc-kraft" / "__cluster_metadata-0", "--records",
+            "--to-offset", "0")
+    line = [ln for ln in r.text.splitlines() if ln.startswith("| offset: 0 ")][0]
+    assert " controlType: LEADER_CHANGE(2) LeaderChange {\"version\":0,\"leaderId\":1," in line
+    r = run("dump", CORPUS / "ldi-poc-kraft" / "__cluster_metadata-0", "--records",
+            "--to-offset", "0", "--decode", "none")
+    assert r.text.splitlines()[-1].endswith(" controlType: LEADER_CHANGE(2)")
