@@ -26,8 +26,9 @@ _READS = ("Reads segments (\\fI*.log\\fR), indexes (\\fI*.index\\fR, \\fI*.timei
           "under PATH; never writes")
 _LOCK = ("Takes the POSIX lock on \\fI<log dir>/.lock\\fR (the lock a running broker holds) "
          "and refuses to run while it is held")
-_QUARANTINE = ("Replaced or deleted files are moved to \\fI<log dir>/.kafkalog-quarantine/\\fR "
-               "unless \\fB--no-quarantine\\fR is given")
+_QUARANTINE = ("What it removes goes to \\fI<log dir>/../.kafkalog-quarantine/<log dir name>/"
+               "<UTC time>/\\fR with a \\fImanifest.jsonl\\fR, unless "
+               "\\fB--no-quarantine\\fR (\\fB--quarantine DIR\\fR puts it elsewhere)")
 FILES: dict[str, list[str]] = {
     "append": [_LOCK, "Writes \\fI<logdir>/<topic>-<partition>/\\fR segments, "
                "\\fI.index\\fR, \\fI.timeindex\\fR, \\fI.txnindex\\fR, \\fI.snapshot\\fR, "

@@ -47,9 +47,24 @@ def _timestamp(value: str) -> tuple[int, bool]:
         raise click.BadParameter(e.message, param_hint="--timestamp") from None
 
 
+STAGING = ".kafkalog-migrating"
+
+
 def _staging(out: Path) -> Path:
-    """Next to OUT, on the same file system, so the finished log dir is one rename away."""
-    return out.parent / f".{out.name}.kafkalog-migrating"
+    """Where the log dir is built, on OUT's file system: inside OUT when it exists (it may be
+    a mount point), else next to it, so that finishing is renames only."""
+    return out / STAGING if out.is_dir() else out.parent / f".{out.name}{STAGING}"
+
+
+def _finish(stage: Path, out: Path) -> None:
+    if stage.parent == out:
+        for child in sorted(stage.iterdir()):
+            os.rename(child, out / child.name)
+        stage.rmdir()
+        fsync_dir(out)
+    else:
+        os.rename(stage, out)
+    fsync_dir(out.parent)
 
 
 @click.command("migrate", epilog="Exit codes: 0 migrated, 4 the 0.7 data is damaged or mixed "
@@ -110,7 +125,7 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
         if not LEGAL_TOPIC.match(name) or name in (".", ".."):
             raise UsageError(f"topic name {name!r} is not legal in current Kafka; choose one "
                              "with --topic")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or any(c.name != STAGING for c in out.iterdir())):
         raise UsageError(f"{out} exists and is not an empty directory")
     ts, from_mtime = _timestamp(timestamp)
     opts = MigrateOptions(start_offset=start_offset,
@@ -148,10 +163,7 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
             update_offsets(stage / naming.RECOVERY_POINT, leos, fsync=fsync)
             update_offsets(stage / naming.REPLICATION, leos, fsync=fsync)
             update_offsets(stage / naming.LOG_START, {k: None for k in leos}, fsync=fsync)
-            if out.exists():
-                out.rmdir()
-            os.rename(stage, out)
-            fsync_dir(out.parent)
+            _finish(stage, out)
         except (KafkalogError, OSError):
             shutil.rmtree(stage, ignore_errors=True)
             raise

@@ -5,7 +5,8 @@
 Schema: Spark's Kafka source schema (key, value, topic, partition, offset, timestamp,
 timestampType, and headers when includeHeaders=true), then leaderEpoch, producerId,
 producerEpoch, sequence, isTransactional, batchBaseOffset, segment (the `.log` path) and
-position (the batch's byte position). mode=batches gives batch headers instead.
+position (the batch's byte position). mode=batches gives batch headers instead, and
+mode=check one verification report per partition dir (checks.py).
 One input partition per segment, or per piece of one (minPartitions); see plan.py.
 
 Planning runs in a Python worker on the driver: reader() parses the options, partitions()
@@ -51,7 +52,7 @@ from pyspark.sql.types import (
 )
 
 from kafkalog_cli.spark import options as opt
-from kafkalog_cli.spark.plan import Pruning, plan
+from kafkalog_cli.spark.plan import Pruning, plan, plan_checks
 
 NAME = "kafkalog"
 
@@ -93,8 +94,25 @@ def batches_schema() -> StructType:
     return StructType([StructField(n, _BATCH_TYPES[n]) for n in BATCH_FIELDS])
 
 
+def check_schema() -> StructType:
+    from kafkalog_cli.spark.checks import FINDING_FIELDS, STAT_FIELDS
+
+    finding = StructType([StructField(n, LongType() if n == "position" else StringType())
+                          for n in FINDING_FIELDS])
+    return StructType([StructField("partitionDir", StringType()),
+                       StructField("topic", StringType()),
+                       StructField("partition", IntegerType()),
+                       StructField("logEndOffset", LongType()),
+                       *(StructField(n, LongType()) for n in STAT_FIELDS),
+                       StructField("findings", ArrayType(finding))])
+
+
 def schema_for(o: opt.ReadOptions) -> StructType:
-    return batches_schema() if o.mode == "batches" else records_schema(o.include_headers)
+    if o.mode == "batches":
+        return batches_schema()
+    if o.mode == "check":
+        return check_schema()
+    return records_schema(o.include_headers)
 
 
 class KafkalogDataSource(DataSource):
@@ -127,6 +145,8 @@ class KafkalogReader(DataSourceReader):
         self.pruning = Pruning()
 
     def partitions(self) -> list[InputPartition]:
+        if self.opts.mode == "check":
+            return [InputPartition(g) for g in plan_checks(self.opts)]
         return [InputPartition(s) for s in plan(self.opts, self.pruning).splits]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -136,6 +156,11 @@ class KafkalogReader(DataSourceReader):
         if split is None:  # Spark's stand-in when there is nothing to read
             return iter(())
         o = self.opts
+        if o.mode == "check":
+            from kafkalog_cli.spark.checks import read_checks
+
+            return read_checks(split, self.arrow_schema, shallow=o.shallow,
+                               max_decompressed=o.max_decompressed)
         if o.mode == "batches":
             return rows.read_batches(split, self.arrow_schema, verify_crc=o.verify_crc)
         return rows.read_records(split, self.arrow_schema, verify_crc=o.verify_crc,

@@ -1,27 +1,25 @@
 """Spark jobs behind the CLI: `export` (the data source, written out) and `verify --engine
-spark` (storage.check per partition dir, one task per group of partitions).
+spark` (the data source's mode=check: storage.check per partition dir, in Spark tasks).
 
 verify on Spark gives the same findings, in the same order, as the local engine:
-  1. the driver scans the targets (file names only) and groups partition dirs by size
-  2. each task runs storage.check.check_partition on its partition dirs (mapInArrow, so it
-     works over Spark Connect too) and returns findings, stats and the log end offset
-  3. the driver puts the results back in target order and runs the log-dir checks
+  1. the driver scans the targets (file names only) and hands their partition dirs to
+     mode=check, which groups them by size into tasks (plan.plan_checks)
+  2. each task runs storage.check.check_partition and returns one row per partition dir:
+     findings, counters and the log end offset (a data source needs only pyarrow on the
+     executors, no pandas, and works over Spark Connect too)
+  3. the driver puts the rows back in target order and runs the log-dir checks
      (check_log_dir_files), which need every partition's log end offset
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, fields
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
-import orjson
-
-from kafkalog_cli.storage.check import CheckOptions, Stats, check_log_dir_files, check_partition
+from kafkalog_cli.storage.check import CheckOptions, Stats, check_log_dir_files
 from kafkalog_cli.storage.findings import Finding, Findings
-from kafkalog_cli.storage.logdir import PartitionDir, Target, scan_partition
+from kafkalog_cli.storage.logdir import PartitionDir, Target
 
 EXPORT_FORMATS = ("parquet", "json", "csv")
 PAYLOADS = ("base64", "hex", "utf8")
@@ -78,46 +76,11 @@ def export(spark: Any, paths: Sequence[str], fmt: str, out: str, options: Mappin
 
 # -- verify ---------------------------------------------------------------------------------
 
-_RESULT_SCHEMA = "idx long, result binary"
-
-
-def _check_task(shallow: bool, max_decompressed: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The mapInArrow function: rows (idx, path) in, rows (idx, result JSON) out."""
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        opts = CheckOptions(shallow=shallow, max_decompressed=max_decompressed)
-        for rb in batches:
-            for idx, path in zip(rb.column(0).to_pylist(), rb.column(1).to_pylist(),
-                                 strict=True):
-                f, stats = Findings(), Stats()
-                leo = check_partition(scan_partition(Path(path)), f, opts, stats)
-                doc = {"findings": [x.as_dict() for x in f.items], "stats": asdict(stats),
-                       "leo": leo}
-                yield pa.RecordBatch.from_pydict(
-                    {"idx": [idx], "result": [orjson.dumps(doc)]},
-                    schema=pa.schema([("idx", pa.int64()), ("result", pa.binary())]))
-
-    return run
-
-
 def _target_partitions(t: Target) -> list[PartitionDir]:
     if t.kind == "partition":
         assert t.partition is not None
         return [t.partition]
     return [p for ld in t.log_dirs for p in ld.partitions]
-
-
-def _balanced(items: list[tuple[int, str, int]], groups: int) -> list[list[tuple[int, str]]]:
-    """Longest-processing-time first: biggest partitions spread over the groups."""
-    heap = [(0, g) for g in range(groups)]
-    out: list[list[tuple[int, str]]] = [[] for _ in range(groups)]
-    for idx, path, size in sorted(items, key=lambda x: -x[2]):
-        load_, g = heapq.heappop(heap)
-        out[g].append((idx, path))
-        heapq.heappush(heap, (load_ + size + 1, g))
-    return [g for g in out if g]
 
 
 def _parallelism(spark: Any) -> int:
@@ -129,28 +92,23 @@ def _parallelism(spark: Any) -> int:
 
 def run_checks(spark: Any, parts: list[PartitionDir], opts: CheckOptions,
                absolute: bool) -> list[dict[str, Any]]:
-    """check_partition for each partition dir on the cluster; results in input order."""
+    """mode=check over these partition dirs; one result per partition, in input order."""
     if not parts:
         return []
-    items = [(i, str(p.path.resolve() if absolute else p.path), sum(s.size for s in p.segments))
-             for i, p in enumerate(parts)]
-    groups = _balanced(items, min(len(items), max(1, _parallelism(spark) * 2)))
-    rows = [(idx, path) for g in groups for idx, path in g]
-    df = spark.createDataFrame(rows, "idx long, path string").repartition(len(groups))
-    got = df.mapInArrow(_check_task(opts.shallow, opts.max_decompressed), _RESULT_SCHEMA)
-    table = got.toArrow()
-    results: list[dict[str, Any]] = [{}] * len(parts)
-    for idx, blob in zip(table.column("idx").to_pylist(), table.column("result").to_pylist(),
-                         strict=True):
-        results[idx] = orjson.loads(blob)
-    return results
+    paths = [str(p.path.resolve() if absolute else p.path) for p in parts]
+    groups = min(len(paths), _parallelism(spark) * 2)
+    t = load(spark, paths, {"mode": "check", "shallow": str(opts.shallow).lower(),
+                            "maxDecompressedBytes": str(opts.max_decompressed),
+                            "minPartitions": str(groups)}).toArrow()
+    by_dir = {r["partitionDir"]: r for r in t.to_pylist()}
+    return [by_dir[p] for p in paths]
 
 
 def _merge(f: Findings, stats: Stats, res: dict[str, Any]) -> int | None:
     f.items.extend(Finding(**d) for d in res["findings"])
     for fld in fields(Stats):
-        setattr(stats, fld.name, getattr(stats, fld.name) + res["stats"][fld.name])
-    leo: int | None = res["leo"]
+        setattr(stats, fld.name, getattr(stats, fld.name) + res[fld.name])
+    leo: int | None = res["logEndOffset"]
     return leo
 
 

@@ -13,7 +13,8 @@ Names follow Spark's Kafka source (structured-streaming-kafka-integration) where
   isolation.level      read_uncommitted | read_committed (also as kafka.isolation.level)
   minPartitions        split big segments at offset-index entries to reach this many
 and kafkalog's own: verifyCrc (true), failOnDataLoss (true), includeControl (false),
-mode (records | batches).
+mode (records | batches | check), and for mode=check shallow (false) and
+maxDecompressedBytes.
 
 Precedence as in Spark: startingTimestamp > startingOffsetsByTimestamp > startingOffsets
 (and the same for the ending side). A time bound becomes, per partition, the first offset
@@ -33,14 +34,15 @@ from typing import Any
 
 EARLIEST = -2
 LATEST = -1
-MODES = ("records", "batches")
+MODES = ("records", "batches", "check")
 
 # every option the source understands, lower-cased (Spark hands them over case-insensitively)
 KNOWN = frozenset({
     "path", "paths", "subscribe", "subscribepattern", "assign", "startingoffsets",
     "endingoffsets", "startingtimestamp", "endingtimestamp", "startingoffsetsbytimestamp",
     "endingoffsetsbytimestamp", "includeheaders", "isolation.level", "kafka.isolation.level",
-    "minpartitions", "verifycrc", "failondataloss", "includecontrol", "mode",
+    "minpartitions", "verifycrc", "failondataloss", "includecontrol", "mode", "shallow",
+    "maxdecompressedbytes",
 })
 
 PerPartition = dict[tuple[str, int], int]
@@ -84,6 +86,8 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     include_control: bool = False
     mode: str = "records"
+    shallow: bool = False
+    max_decompressed: int | None = None
 
     def wants(self, topic: str, partition: int) -> bool:
         if self.topics is not None and topic not in self.topics:
@@ -200,6 +204,7 @@ def parse(options: Mapping[str, str]) -> ReadOptions:
     if mode not in MODES:
         raise OptionError(f"option mode: expected one of {', '.join(MODES)}, got {mode!r}")
     mp = opts.get("minpartitions")
+    md = opts.get("maxdecompressedbytes")
     return ReadOptions(
         paths=_paths(opts), topics=topics, pattern=pattern, assign=assign,
         starting=_side(opts, "starting", EARLIEST), ending=_side(opts, "ending", LATEST),
@@ -208,4 +213,6 @@ def parse(options: Mapping[str, str]) -> ReadOptions:
         min_partitions=None if mp is None else _int("minPartitions", mp, 1),
         verify_crc=_bool(opts, "verifyCrc", True),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
-        include_control=_bool(opts, "includeControl", False), mode=mode)
+        include_control=_bool(opts, "includeControl", False), mode=mode,
+        shallow=_bool(opts, "shallow", False),
+        max_decompressed=None if md is None else _int("maxDecompressedBytes", md, 1))

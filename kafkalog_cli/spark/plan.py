@@ -20,6 +20,7 @@ A Split is small and picklable: Spark ships one to each task.
 from __future__ import annotations
 
 import glob
+import heapq
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -87,25 +88,27 @@ def _file_size(path: str) -> int:
         return 0
 
 
-def expand_paths(paths: Iterable[str]) -> list[str]:
-    """Each path, or every match of a glob, absolute; a pattern that matches nothing fails."""
+def expand_paths(paths: Iterable[str], absolute: bool = True) -> list[str]:
+    """Each path, or every match of a glob; a pattern that matches nothing fails."""
     out: list[str] = []
+    fix = os.path.abspath if absolute else str
     for p in paths:
         if glob.has_magic(p):
             hits = sorted(glob.glob(p))
             if not hits:
                 raise UsageError(f"{p}: the pattern matches nothing")
-            out.extend(os.path.abspath(h) for h in hits)
+            out.extend(fix(h) for h in hits)
         else:
-            out.append(os.path.abspath(p))
+            out.append(fix(p))
     return out
 
 
-def find_partitions(paths: Iterable[str]) -> list[PartitionDir]:
+def find_partitions(paths: Iterable[str], absolute: bool = True,
+                    with_empty: bool = False) -> list[PartitionDir]:
     """Partition dirs named by the paths, each once, in path order then name order."""
     seen: set[str] = set()
     out: list[PartitionDir] = []
-    for p in expand_paths(paths):
+    for p in expand_paths(paths, absolute):
         target = open_target(p)
         if target.kind == "file":
             parts = [_single_segment(target.path)]
@@ -113,7 +116,7 @@ def find_partitions(paths: Iterable[str]) -> list[PartitionDir]:
             parts = target.partitions()
         for part in parts:
             key = str(part.path.resolve())
-            if part.segments and key not in seen:
+            if (part.segments or with_empty) and key not in seen:
                 seen.add(key)
                 out.append(part)
     return out
@@ -277,3 +280,39 @@ def cut(s: Split, parts: int) -> list[Split]:
                   s.until_offset, s.min_timestamp_ms, s.aborted)
             for a, b in zip(bounds, bounds[1:], strict=False)]
 
+
+
+# -- mode=check -----------------------------------------------------------------------------
+
+CHECK_GROUP_BYTES = 256 << 20  # without minPartitions, about this much data per check task
+
+
+@dataclass(frozen=True)
+class CheckGroup:
+    """Partition dirs one task checks (storage.check.check_partition), paths as given."""
+
+    partition_dirs: tuple[str, ...]
+
+
+def plan_checks(opts: ReadOptions) -> list[CheckGroup]:
+    """Partition dirs in balanced groups; paths stay as given, so findings name files as the
+    local `kafkalog verify` does (give absolute paths when executors run elsewhere)."""
+    parts = [p for p in find_partitions(opts.paths, absolute=False, with_empty=True)
+             if opts.wants(p.topic, p.partition)]
+    if not parts:
+        return []
+    sizes = [sum(s.size for s in p.segments) for p in parts]
+    groups = opts.min_partitions or -(-sum(sizes) // CHECK_GROUP_BYTES)
+    return [CheckGroup(tuple(g)) for g in balanced(
+        [str(p.path) for p in parts], sizes, max(1, min(groups, len(parts))))]
+
+
+def balanced(items: list[str], sizes: list[int], groups: int) -> list[list[str]]:
+    """Longest processing time first: each item, biggest first, to the lightest group."""
+    heap = [(0, g) for g in range(groups)]
+    out: list[list[str]] = [[] for _ in range(groups)]
+    for size, item in sorted(zip(sizes, items, strict=True), key=lambda x: -x[0]):
+        load, g = heapq.heappop(heap)
+        out[g].append(item)
+        heapq.heappush(heap, (load + size + 1, g))
+    return [g for g in out if g]

@@ -30,6 +30,7 @@ from kafkalog_cli.storage.v07 import (
     Partition07,
     Segment07,
     Target07,
+    parse_partition_dir,
 )
 from kafkalog_cli.storage.v07_scan import iter_entries
 
@@ -53,9 +54,14 @@ def _check_log_dir(t: Target07, f: Findings) -> None:
               "the other's format; kafkalog does not guess which one is current",
               fix=f"kafkalog migrate the 0.7 partitions, or move {d.name} out")
     for name in t.bad_dirs:
-        f.add(ERROR, "V07_BAD_DIR", t.path / name, None,
-              "a directory without .kafka segments in a 0.7 log dir (0.7 loads every subdir "
-              "as a partition)")
+        if parse_partition_dir(name) is not None:
+            f.add(WARNING, "V07_EMPTY_PARTITION", t.path / name, None,
+                  "partition dir without segments (0.7 would start it with an empty segment "
+                  "at offset 0)")
+        else:
+            f.add(ERROR, "V07_BAD_DIR", t.path / name, None,
+                  "a directory in a 0.7 log dir whose name is not <topic>-<partition> (0.7 "
+                  "loads every subdir as a partition and fails on it)")
     for name in t.root_files:
         if name not in (CLEAN_SHUTDOWN, LOCK):
             f.add(WARNING, "UNKNOWN_FILE", t.path / name, None,

@@ -32,6 +32,7 @@ import pytest
 
 import kafka_ref
 from kafkalog_run import run_kafkalog
+from xdist_once import once
 
 pytestmark = pytest.mark.conformance
 
@@ -170,7 +171,10 @@ def _active_batches(log_dir: Path) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def crashed(kafka_reference, tmp_path_factory) -> dict:
     """Produce, kill -9 mid-produce, copy twice, damage both copies identically."""
-    root = tmp_path_factory.mktemp("crash")
+    return once(tmp_path_factory, "crashed", _crash)
+
+
+def _crash(root: Path) -> dict:
     b = kafka_ref.KafkaBroker(work_dir=root / "work", props=CRASH_PROPS, name="crash")
     stop = threading.Event()
     acked: dict = {}
@@ -219,8 +223,12 @@ def crashed(kafka_reference, tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module")
-def broker_recovered(crashed) -> dict:
+def broker_recovered(crashed, tmp_path_factory) -> dict:
     """A broker starts on copy A (recovers), then stops cleanly."""
+    return once(tmp_path_factory, "broker_recovered", lambda _: _broker_recover(crashed))
+
+
+def _broker_recover(crashed) -> dict:
     a = kafka_ref.KafkaBroker(log_dir=crashed["copies"]["broker"],
                               work_dir=crashed["root"] / "work-broker-copy", props=CRASH_PROPS,
                               name="recover")
@@ -235,8 +243,12 @@ def broker_recovered(crashed) -> dict:
 
 
 @pytest.fixture(scope="module")
-def kafkalog_recovered(crashed) -> dict:
+def kafkalog_recovered(crashed, tmp_path_factory) -> dict:
     """kafkalog recover on copy B: plain, then --force, then once more (idempotent)."""
+    return once(tmp_path_factory, "kafkalog_recovered", lambda _: _kafkalog_recover(crashed))
+
+
+def _kafkalog_recover(crashed) -> dict:
     d = crashed["copies"]["kafkalog"]
     runs = []
     refused_after_plain = None

@@ -36,6 +36,7 @@ import pytest
 import kafka_ref
 from broker_corpus import _Data, _read_checkpoint
 from kafkalog_run import run_kafkalog
+from xdist_once import once
 
 pytestmark = pytest.mark.conformance
 
@@ -127,8 +128,11 @@ def _cleaned(log_dir: Path) -> bool:
 
 @pytest.fixture(scope="module")
 def runs(kafka_reference, tmp_path_factory) -> dict:
+    return once(tmp_path_factory, "retain-runs", _runs)
+
+
+def _runs(root: Path) -> dict:
     from kafka import TopicPartition
-    root = tmp_path_factory.mktemp("retain")
     b = kafka_ref.KafkaBroker(work_dir=root / "work", props=RUN1_PROPS, name="retain",
                               log4j_levels={"kafka.log.LogManager": "DEBUG"})
     info: dict = {"root": root}
@@ -198,7 +202,11 @@ def runs(kafka_reference, tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module")
-def retained(runs) -> dict:
+def retained(runs, tmp_path_factory) -> dict:
+    return once(tmp_path_factory, "retained", lambda _: _retain(runs))
+
+
+def _retain(runs) -> dict:
     cfg = {t: {"retention.ms": c.get("retention.ms", 7 * DAY),
                "retention.bytes": c.get("retention.bytes", -1)}
            for t, (_, c) in TOPICS.items() if t.startswith("ret-")}
@@ -283,7 +291,11 @@ def _batch_view(entries) -> dict[str, list]:
 
 
 @pytest.fixture(scope="module")
-def compacted(runs) -> dict:
+def compacted(runs, tmp_path_factory) -> dict:
+    return once(tmp_path_factory, "compacted", lambda _: _compact(runs))
+
+
+def _compact(runs) -> dict:
     args = ["compact", runs["kafkalog_compact"]]
     for t in CMP_TOPICS:
         args += ["--topic", t]

@@ -230,6 +230,23 @@ def test_large_batches_straddle_many_chunks(tmp_path):
 
 
 @needs_ext
+def test_concurrent_calls_agree(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    d = _gen(tmp_path, records=4000, batch_records=10, segment_bytes=64 * 1024,
+             index_interval_bytes=1)
+    segs = list(_segments(d))
+    jobs = [(log, base, oi.entries if oi else None, ti.entries if ti else None, chunk)
+            for log, base, oi, ti in segs for chunk in (4096, 9000, 1 << 20)] * 4
+    want = [fs.scan_clean(log, base, None, o, t, chunk=c) for log, base, o, t, c in jobs]
+    assert all(w is not None for w in want)
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda j: fs.scan_clean(j[0], j[1], None, j[2], j[3], chunk=j[4]),
+                          jobs))
+    assert got == want
+
+
+@needs_ext
 def test_unreadable_and_odd_inputs_are_unsure(tmp_path):
     assert fs.scan_clean(tmp_path / "missing.log", 0) is None
     assert fs.scan_clean(tmp_path, 0) is None  # a directory: read fails

@@ -1,9 +1,11 @@
 """The operators' commands on Kafka 0.7 dirs, end to end: exit codes, stdout, stderr."""
 
 import csv
+import gzip
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from itertools import pairwise
@@ -218,7 +220,6 @@ def test_migrate_wrapper_maps_to_its_first_inner_message(tmp_path, clean):
     d = run("dump", tmp_path / "new" / "renamed-0", "--records", "--format", "jsonl",
             "--from-offset", new, "--to-offset", new)
     rec = [json.loads(x) for x in d.out.splitlines() if b'"record"' in x]
-    import gzip
     inner = gzip.decompress(payload_of(data, pos, n))
     assert rec[0]["value"].encode() == payload_of(inner, *positions(inner)[0])
 
@@ -245,7 +246,6 @@ def test_migrate_refusals_write_nothing(tmp_path, clean, sample):
 
 
 def test_mixed_log_dir_is_reported_not_guessed(tmp_path, sample):
-    import shutil
     ld = gen(tmp_path / "ld", "--damage", "torn-tail")
     shutil.copytree(sample / "demo-0", ld / "demo-5")
     v = run("verify", ld, "--format", "json")
@@ -264,7 +264,6 @@ def test_mixed_log_dir_is_reported_not_guessed(tmp_path, sample):
 
 
 def test_partition_dir_names_other_than_topic_dash_partition(tmp_path, clean):
-    import shutil
     odd = tmp_path / "my_topic_0"
     shutil.copytree(clean / "demo-0", odd)
     v = run("verify", odd, "--format", "json")
@@ -278,7 +277,6 @@ def test_partition_dir_names_other_than_topic_dash_partition(tmp_path, clean):
 
 
 def test_zero_tail_and_segment_name_width(tmp_path, clean):
-    import shutil
     pdir = tmp_path / "t-0"
     shutil.copytree(clean / "demo-0", pdir)
     newest = segments(pdir)[-1]
@@ -292,3 +290,15 @@ def test_zero_tail_and_segment_name_width(tmp_path, clean):
     assert ("V07_ZERO_TAIL", size) in found and ("V07_SEGMENT_NAME_WIDTH", None) in found
     r = run("recover", pdir)
     assert r.code == 1 and newest.stat().st_size == size
+
+
+def test_migrate_into_an_existing_empty_dir_and_after_an_interrupted_run(tmp_path, clean):
+    out = tmp_path / "out"
+    (out / ".kafkalog-migrating" / "junk").mkdir(parents=True)  # left by a killed migrate
+    r = run("migrate", clean / "demo-1", out)
+    assert r.code == 0, r.err
+    assert "interrupted migrate" in r.err
+    assert sorted(p.name for p in out.iterdir()) == [
+        "demo-1", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+        "replication-offset-checkpoint"]
+    assert run("verify", out).code == 0

@@ -1,9 +1,13 @@
 """storage/v07*.py: what a path holds, the scanner's damage paths, generate, recovery."""
 
+import random
+import shutil
 import struct
 
 import pytest
 
+from kafkalog_cli.codec.v07 import inner_messages
+from kafkalog_cli.errors import UsageError
 from kafkalog_cli.storage.check import CheckOptions, Stats
 from kafkalog_cli.storage.findings import Findings
 from kafkalog_cli.storage.quarantine import Quarantine
@@ -59,7 +63,6 @@ def test_detection(tmp_path, sample):
     t = find_target(seg)
     assert t.kind == "file" and [s.path for s in t.partitions[0].segments] == [seg]
     # a current partition dir beside the 0.7 ones: mixed log dir
-    import shutil
     shutil.copytree(sample / "demo-0", tmp_path / "ld" / "demo-9")
     t = find_target(tmp_path / "ld")
     assert [d.name for d in t.modern_dirs] == ["demo-9"]
@@ -88,14 +91,12 @@ def test_generate_is_deterministic_and_follows_0_7_rolls(tmp_path):
         start += size
     assert leos[("demo", 0)] == start
     # every message, in order, through the scanner and the codec
-    from kafkalog_cli.codec.v07 import inner_messages
     got = [bytes(m.payload) for p in files_a for _pos, w in iter_entries(p)
            for m in inner_messages(w)]
     assert [g.split(b" ")[0] for g in got] == [f"demo-0#{i}".encode() for i in range(120)]
 
 
 def test_generate_refuses_what_0_7_cannot_write(tmp_path):
-    from kafkalog_cli.errors import UsageError
     for spec in (Gen07Spec(codecs=["lz4"]), Gen07Spec(magic=0, codecs=["gzip"]),
                  Gen07Spec(damage=["swap-leftover"]), Gen07Spec(damage=["name-gap"],
                                                                   segment_bytes=10**9)):
@@ -104,7 +105,6 @@ def test_generate_refuses_what_0_7_cannot_write(tmp_path):
 
 
 def test_payload_identity():
-    import random
     assert payload("t", 3, 42, random.Random(1), 0) == b"t-3#42"
     assert len(payload("t", 3, 42, random.Random(1), 64)) == 64
 
