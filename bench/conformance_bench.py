@@ -111,7 +111,8 @@ def timed(cmd: list[str], repeat: int, cwd: Path = ROOT) -> tuple[float, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size-mib", type=int, default=1024, help="MiB of segments on disk (default 1024)")
+    ap.add_argument("--size-mib", type=int, default=1024,
+                    help="MiB of segments on disk (default 1024)")
     ap.add_argument("--mix", default="none:2,lz4:1,zstd:1,gzip:0.5,snappy:0.5",
                     help="codec shares (default %(default)s)")
     ap.add_argument("--segment-mib", type=int, default=256)

@@ -198,6 +198,9 @@ def main() -> None:
           f"lookup {w['find_by_time_cli_1seg_s'] * 1e3:.0f} ms vs "
           f"{w['find_by_time_cli_1000seg_s'] * 1e3:.0f} ms -> "
           f"{w['find_by_time_cli_1000seg_s'] / w['find_by_time_cli_1seg_s']:.2f}x")
+    import bench_spark
+
+    print(f"Spark data source: {bench_spark.summary()}")
 
 
 if __name__ == "__main__":

@@ -21,8 +21,6 @@ from kafkalog_cli.storage.transactions import (
     partition_transactions,
 )
 
-assert DEFAULT_MAX_TRANSACTION_TIMEOUT_MS == 15 * 60_000  # the option's default below
-
 Row = dict[str, Any]
 MINUTE_MS = 60_000
 
@@ -98,7 +96,8 @@ def text_line(row: Row) -> str:
 @options.format_option(default="text", choices=("text", "json"))
 @click.option("--now", "now", type=options.TimeType(),
               help="The time ages are measured at (epoch ms or ISO-8601; default: the clock).")
-@click.option("--max-transaction-timeout", type=click.IntRange(1), default=15,
+@click.option("--max-transaction-timeout", type=click.IntRange(1),
+              default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MS // MINUTE_MS,
               show_default=True, metavar="MINUTES",
               help="An open transaction idle longer than this is hanging (as "
                    "kafka-transactions.sh find-hanging).")

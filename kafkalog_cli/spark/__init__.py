@@ -29,14 +29,20 @@ def require_pyspark(what: str = "this command") -> None:
                                f"{INSTALL_HINT}") from None
 
 
-def register(spark: Any, filter_pushdown: bool = False) -> None:
+def register(spark: Any, filter_pushdown: bool = False, ship: bool = False) -> None:
     """Register the `kafkalog` data source with a SparkSession (classic or Spark Connect).
 
-    filter_pushdown=True also sets spark.sql.python.filterPushdown.enabled and lets topic,
-    partition, offset and timestamp filters skip segments; see datasource.py for the Spark
-    4.3.0 caveat (use a fresh DataFrame per filtered query).
+    ship=True zips kafkalog_cli's Python sources and sends them to the executors (for
+    clusters where kafkalog is not installed). filter_pushdown=True also sets
+    spark.sql.python.filterPushdown.enabled and lets topic, partition, offset and timestamp
+    filters skip segments; see datasource.py for the Spark 4.3.0 caveat (use a fresh
+    DataFrame per filtered query).
     """
     require_pyspark("the kafkalog data source")
+    if ship:
+        from kafkalog_cli.spark.session import ship_package
+
+        ship_package(spark)
     from kafkalog_cli.spark.datasource import KafkalogDataSource, KafkalogPushdownDataSource
 
     if filter_pushdown:

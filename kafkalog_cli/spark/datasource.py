@@ -24,21 +24,10 @@ and why option-based bounds are the first choice.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    InputPartition,
-    LessThan,
-    LessThanOrEqual,
-)
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -169,58 +158,65 @@ class KafkalogReader(DataSourceReader):
 
 # -- filter pushdown (opt-in) ---------------------------------------------------------------
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _ms(v: Any) -> int | None:
     """A timestamp literal as epoch milliseconds, rounded down (a lower bound stays safe)."""
     if isinstance(v, datetime):
         if v.tzinfo is None:
-            v = v.replace(tzinfo=timezone.utc)
-        return (v - _EPOCH) // timedelta(milliseconds=1)
+            v = v.replace(tzinfo=UTC)
+        ms: int = (v - _EPOCH) // timedelta(milliseconds=1)
+        return ms
     return None
 
 
-def absorb(p: Pruning, f: Filter) -> None:
-    """Narrow `p` by one pushed filter; unknown shapes change nothing (always safe)."""
+_PRUNING_FILTERS = frozenset({"EqualTo", "In", "GreaterThan", "GreaterThanOrEqual", "LessThan",
+                              "LessThanOrEqual"})
+
+
+def absorb(p: Pruning, f: Any) -> None:
+    """Narrow `p` by one pushed filter; unknown shapes change nothing (always safe).
+
+    Filters are matched by class name: pyspark.sql.datasource has them only from 4.1 on.
+    """
+    kind = type(f).__name__
     col = getattr(f, "attribute", None)
-    if not col or len(col) != 1:
+    if kind not in _PRUNING_FILTERS or not col or len(col) != 1:
         return
-    name, value = col[0], getattr(f, "value", None)
-    if name == "topic":
-        vals = {value} if isinstance(f, EqualTo) else set(value) if isinstance(f, In) else None
-        if vals is not None and all(isinstance(v, str) for v in vals):
+    if isinstance(getattr(f, "value", None), (list, dict)):
+        return
+    name: str = col[0]
+    value: Any = getattr(f, "value", None)
+    if name in ("topic", "partition"):
+        want = str if name == "topic" else int
+        vals = {value} if kind == "EqualTo" else set(value) if kind == "In" else None
+        if vals is None or not all(isinstance(v, want) for v in vals):
+            return
+        if name == "topic":
             p.topics = vals if p.topics is None else p.topics & vals
-    elif name == "partition":
-        vals = {value} if isinstance(f, EqualTo) else set(value) if isinstance(f, In) else None
-        if vals is not None and all(isinstance(v, int) for v in vals):
+        else:
             p.partitions = vals if p.partitions is None else p.partitions & vals
     elif name == "offset":
-        lo = hi = None
-        if isinstance(f, EqualTo) and isinstance(value, int):
-            lo = hi = value
-        elif isinstance(f, In) and value and all(isinstance(v, int) for v in value):
-            lo, hi = min(value), max(value)
-        elif isinstance(f, GreaterThan) and isinstance(value, int):
-            lo = value + 1
-        elif isinstance(f, GreaterThanOrEqual) and isinstance(value, int):
-            lo = value
-        elif isinstance(f, LessThan) and isinstance(value, int):
-            hi = value - 1
-        elif isinstance(f, LessThanOrEqual) and isinstance(value, int):
-            hi = value
+        vals = set(value) if kind == "In" else {value}
+        if not vals or not all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+            return
+        lo = {"EqualTo": min(vals), "In": min(vals), "GreaterThan": min(vals) + 1,
+              "GreaterThanOrEqual": min(vals)}.get(kind)
+        hi = {"EqualTo": max(vals), "In": max(vals), "LessThan": max(vals) - 1,
+              "LessThanOrEqual": max(vals)}.get(kind)
         if lo is not None:
             p.min_offset = lo if p.min_offset is None else max(p.min_offset, lo)
         if hi is not None:
             p.max_offset = hi if p.max_offset is None else min(p.max_offset, hi)
-    elif name == "timestamp" and isinstance(f, (EqualTo, GreaterThan, GreaterThanOrEqual)):
+    elif name == "timestamp" and kind in ("EqualTo", "GreaterThan", "GreaterThanOrEqual"):
         ms = _ms(value)
         if ms is not None:
             p.min_timestamp_ms = ms if p.min_timestamp_ms is None else max(p.min_timestamp_ms, ms)
 
 
 class KafkalogPushdownReader(KafkalogReader):
-    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
         for f in filters:
             absorb(self.pruning, f)
             yield f  # pruning is whole batches only: Spark still checks every row

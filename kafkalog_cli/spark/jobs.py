@@ -84,10 +84,11 @@ def _target_partitions(t: Target) -> list[PartitionDir]:
 
 
 def _parallelism(spark: Any) -> int:
-    try:
-        return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect has no SparkContext
+    from kafkalog_cli.spark.session import is_connect
+
+    if is_connect(spark):  # no SparkContext to ask
         return int(spark.conf.get("spark.default.parallelism", "8"))
+    return int(spark.sparkContext.defaultParallelism)
 
 
 def run_checks(spark: Any, parts: list[PartitionDir], opts: CheckOptions,

@@ -110,10 +110,8 @@ def find_partitions(paths: Iterable[str], absolute: bool = True,
     out: list[PartitionDir] = []
     for p in expand_paths(paths, absolute):
         target = open_target(p)
-        if target.kind == "file":
-            parts = [_single_segment(target.path)]
-        else:
-            parts = target.partitions()
+        parts = [_single_segment(target.path)] if target.kind == "file" else \
+            target.partitions()
         for part in parts:
             key = str(part.path.resolve())
             if (part.segments or with_empty) and key not in seen:
@@ -275,10 +273,10 @@ def cut(s: Split, parts: int) -> list[Split]:
         if pos <= target + step / 2 and (not cuts or pos > cuts[-1]) and \
                 seek_position(seg, off) == pos:
             cuts.append(pos)
-    bounds = [s.start, *cuts, s.end]
+    ends: list[int | None] = [*cuts, s.end]
     return [Split(s.topic, s.partition, s.log_path, s.base_offset, a, b, s.from_offset,
                   s.until_offset, s.min_timestamp_ms, s.aborted)
-            for a, b in zip(bounds, bounds[1:], strict=False)]
+            for a, b in zip([s.start, *cuts], ends, strict=True)]
 
 
 

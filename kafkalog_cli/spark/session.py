@@ -63,6 +63,11 @@ def is_remote(master: str) -> bool:
     return master.startswith("sc://")
 
 
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (no SparkContext, no RDDs)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
 def resolve_master(master: str | None) -> str:
     """--master, else SPARK_REMOTE, else local[*]."""
     return master or os.environ.get("SPARK_REMOTE") or DEFAULT_MASTER
@@ -101,6 +106,16 @@ def package_zip(dest: Path) -> Path:
             if "__pycache__" not in f.parts:
                 z.write(f, Path("kafkalog_cli") / f.relative_to(root))
     return out
+
+
+def ship_package(spark: Any) -> None:
+    """Make kafkalog_cli importable on the executors of `spark` (classic or Connect)."""
+    # Spark serves the file from this path for as long as the context lives: no cleanup
+    z = str(package_zip(Path(tempfile.mkdtemp(prefix="kafkalog-ship-"))))
+    if is_connect(spark):  # no SparkContext there: artifacts instead
+        spark.addArtifacts(z, pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(z)
 
 
 def _ship(master: str) -> bool:
@@ -159,7 +174,7 @@ class Session:
         else:
             spark = builder.getOrCreate()
         if _ship(self.master):
-            spark.sparkContext.addPyFile(str(package_zip(Path(self._tmp.name))))
+            ship_package(spark)
         return spark
 
     def _connect(self) -> Any:
@@ -173,7 +188,7 @@ class Session:
                                    f"{INSTALL_HINT} plus pyspark[connect]") from None
         self._started = False  # a shared server session: never stop it from here
         if _ship(self.master):
-            spark.addArtifacts(str(package_zip(Path(self._tmp.name))), pyfile=True)
+            ship_package(spark)
         return spark
 
 

@@ -30,6 +30,15 @@ def kafka2_dump_log(kafka2_corpus) -> kafka_ref.DumpLogView:
     return view
 
 
+def test_kafka2_reference_is_pinned_version(kafka_reference):
+    rc, out, err = kafka_ref.dump_log(["x.log"], "--version", kafka2=True)
+    assert rc == 0, err
+    assert out.strip().splitlines()[-1].split()[0] == kafka_reference["kafka2_version"]
+    assert kafka_reference["kafka2_coordinates"] == (
+        f"org.apache.kafka:kafka_2.13:{kafka_reference['kafka2_version']}")
+    assert kafka_reference["kafka2_zookeeper_version"].startswith("3.5.")
+
+
 def _batches(view, topic_prefix=""):
     return [e for e in view.entries if e["kind"] == "batch"
             and Path(e["file"]).parent.name.startswith(topic_prefix)]

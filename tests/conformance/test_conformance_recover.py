@@ -349,3 +349,11 @@ def test_recover_rebuilds_the_indexes_the_broker_rebuilds(crashed, broker_recove
 def test_recover_second_run_changes_nothing(kafkalog_recovered):
     res, _ = kafkalog_recovered["runs"][2]
     assert res.returncode == 0, res.describe()
+
+
+def test_verify_finds_no_error_after_recover(crashed, kafkalog_recovered):
+    res = run_kafkalog("verify", crashed["copies"]["kafkalog"], "--format", "json")
+    doc = json.loads(res.stdout)
+    errors = [f for f in doc.get("findings", []) if f.get("severity") == "error"]
+    assert not errors and res.returncode == 0, "\n".join(json.dumps(e) for e in errors[:20]) \
+        or res.describe()

@@ -28,8 +28,8 @@ for tool in java mvn npm tar sha256sum; do
 done
 mkdir -p "$REF"
 
-inputs_hash() {  # hash of everything that determines the content of a component
-  { echo "$@"; cat "$HERE/pom.xml" "$HERE/pom-2.x.xml" "$HERE/fetch.sh"; } | sha256sum | cut -c1-16
+inputs_hash() {  # inputs_hash LABEL [POM]: what determines the content of a component
+  { echo "$1"; [ -z "${2:-}" ] || cat "$HERE/$2"; cat "$HERE/fetch.sh"; } | sha256sum | cut -c1-16
 }
 
 # jar_has CLASS JAR...: true if one of the jars contains the class file
@@ -44,7 +44,7 @@ jar_has() {
 }
 
 # ---------------------------------------------------------------- Kafka (Maven Central)
-KAFKA_HASH="$(inputs_hash "kafka $KAFKA_VERSION")"
+KAFKA_HASH="$(inputs_hash "kafka $KAFKA_VERSION" pom.xml)"
 KAFKA_STAMP="$HOME_DIR/.stamp"
 if [ -f "$KAFKA_STAMP" ] && [ "$(cat "$KAFKA_STAMP")" = "$KAFKA_HASH" ] \
    && [ -f "$LIBS/kafka_2.13-$KAFKA_VERSION.jar" ]; then
@@ -113,7 +113,7 @@ fi
 # dependency tree brings the ZooKeeper it was released with (2.8.2 -> zookeeper 3.5.9).
 K2_HOME="$REF/kafka-$KAFKA2_VERSION"
 K2_LIBS="$K2_HOME/libs"
-K2_HASH="$(inputs_hash "kafka2 $KAFKA2_VERSION")"
+K2_HASH="$(inputs_hash "kafka2 $KAFKA2_VERSION" pom-2.x.xml)"
 K2_STAMP="$K2_HOME/.stamp"
 if [ -f "$K2_STAMP" ] && [ "$(cat "$K2_STAMP")" = "$K2_HASH" ] \
    && [ -f "$K2_LIBS/kafka_2.13-$KAFKA2_VERSION.jar" ]; then

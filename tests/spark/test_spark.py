@@ -74,7 +74,8 @@ def spark_records(df: Any) -> list[Row]:
     t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
                      t.column("timestamp").cast(pa.int64()))
     cols = [t.column(c).to_pylist() for c in RECORD_COLUMNS]
-    rows = [(*r[:7], [(h["key"], h["value"]) for h in r[7]], *r[8:]) for r in zip(*cols)]
+    rows = [(*r[:7], [(h["key"], h["value"]) for h in r[7]], *r[8:])
+            for r in zip(*cols, strict=True)]
     return sorted(rows, key=_order)
 
 
@@ -140,7 +141,7 @@ def test_batches_mode_equals_dump_batches(spark: Any) -> None:
                 "compression", "timestampType", "maxTimestamp", "producerId", "producerEpoch",
                 "baseSequence", "lastSequence", "partitionLeaderEpoch", "isTransactional",
                 "isControl", "crc", "crcValid", "damage"]
-        got = sorted(zip(*(t.column(c).to_pylist() for c in cols)))
+        got = sorted(zip(*(t.column(c).to_pylist() for c in cols), strict=True))
         assert got == want
 
 
@@ -351,7 +352,7 @@ def test_damaged_batch_fails_the_read_unless_told_to_skip(spark: Any, tmp_path: 
 def test_bad_options_are_reported_by_name(spark: Any) -> None:
     with pytest.raises(Exception, match="unknown option"):
         spark.read.format("kafkalog").option("subscribee", "x").load(str(FIXTURE)).count()
-    with pytest.raises(Exception, match="isolation.level"):
+    with pytest.raises(Exception, match=r"isolation\.level"):
         read(spark, FIXTURE, isolation_level="serializable").count()
 
 
@@ -398,7 +399,7 @@ def test_export_parquet_json_csv(spark: Any, tmp_path: Path,
                      t.column("timestamp").cast(pa.int64()))
     cols = [t.column(c).to_pylist() for c in RECORD_COLUMNS]
     got = sorted(((*r[:7], [(h["key"], h["value"]) for h in r[7]], *r[8:])
-                  for r in zip(*cols)), key=_order)
+                  for r in zip(*cols, strict=True)), key=_order)
     assert got == want
 
     code, _, err = cli(capsysbinary, "export", DEMO0, "--to", "json", tmp_path / "js",
@@ -425,6 +426,22 @@ def test_export_parquet_json_csv(spark: Any, tmp_path: Path,
     code, _, err = cli(capsysbinary, "export", FIXTURE, "--to", "csv", tmp_path / "x",
                        "-o", "startingOffsets=soon")
     assert code == 16 and err.count("\n") == 1 and "startingOffsets" in err
+
+
+def test_shipped_package_zip_is_importable(tmp_path: Path) -> None:
+    """What --master spark://... and register(spark, ship=True) send to executors."""
+    from kafkalog_cli.spark.session import package_zip
+
+    z = package_zip(tmp_path)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "import kafkalog_cli.spark.rows, kafkalog_cli.spark.checks; "
+            "import kafkalog_cli.codec.batch_v2 as b; "
+            "assert b.__file__.startswith(sys.argv[1]) and not b.ACCELERATED, b.__file__")
+    import subprocess
+
+    p = subprocess.run([sys.executable, "-c", code, str(z)], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
 
 
 def test_executor_python_is_this_interpreter(spark: Any) -> None:

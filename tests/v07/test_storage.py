@@ -294,3 +294,16 @@ def test_name_gap_and_mixed_are_problems_not_guesses(tmp_path):
     assert find_target(pdir).partitions[0].mixed
     plan = plan_partition(find_target(pdir).partitions[0], force=True, full=True)
     assert plan.empty and "does not guess" in plan.problems[0].message
+
+
+def test_log_dir_level_findings(tmp_path):
+    generate(tmp_path / "ld", Gen07Spec(records=20, damage=["crc"]))
+    (tmp_path / "ld" / "demo-7").mkdir()  # 0.7 would start it with an empty segment
+    (tmp_path / "ld" / "junk").mkdir()  # 0.7's getTopicPartition fails on it
+    (tmp_path / "ld" / "notes.txt").write_text("x")
+    f = Findings()
+    check_target(find_target(tmp_path / "ld"), f, CheckOptions(), Stats())
+    got = {(x.severity, x.code, x.file.rsplit("/", 1)[-1]) for x in f.items}
+    assert {("warning", "V07_EMPTY_PARTITION", "demo-7"), ("error", "V07_BAD_DIR", "junk"),
+            ("warning", "UNKNOWN_FILE", "notes.txt"),
+            ("info", "V07_UNCLEAN_SHUTDOWN", "ld")} <= got
