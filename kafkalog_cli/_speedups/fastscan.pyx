@@ -280,8 +280,9 @@ cdef extern from *:
     static int kl_avx512_ok = 0;
 
     #define KL_TGT __attribute__((target("sse4.2,pclmul,avx512f,avx512vl,avx512bw,vpclmulqdq")))
-    #define KL_ZFOLD(z, k, d) _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00), \\
-                                                        _mm512_clmulepi64_epi128(z, k, 0x11), d, 0x96)
+    #define KL_ZFOLD(z, k, d) \\
+        _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00), \\
+                                  _mm512_clmulepi64_epi128(z, k, 0x11), d, 0x96)
     static KL_TGT inline __m512i kl_kvec(const uint32_t *k) {
         return _mm512_broadcast_i32x4(_mm_set_epi32(0, (int)k[1], 0, (int)k[0]));
     }

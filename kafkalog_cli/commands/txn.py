@@ -65,7 +65,7 @@ def _duration(ms: int | None) -> str:
     h, s = divmod(s, 3600)
     m, s = divmod(s, 60)
     parts = [f"{d}d"] * bool(d) + [f"{h}h"] * bool(h) + [f"{m}m"] * bool(m)
-    return " ".join(parts + [f"{s}s"] if not parts or s else parts)
+    return " ".join([*parts, f"{s}s"] if not parts or s else parts)
 
 
 def text_line(row: Row) -> str:

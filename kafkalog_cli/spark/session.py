@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog_cli.errors import EXIT_UNFIXED, KafkalogError, UsageError
-from kafkalog_cli.spark import INSTALL_HINT, SparkUnavailable, register, require_pyspark
+from kafkalog_cli.spark import SparkUnavailable, register, require_pyspark
 
 DEFAULT_MASTER = "local[*]"
 
@@ -183,9 +183,9 @@ class Session:
         try:
             spark = SparkSession.builder.remote(self.master).getOrCreate()
         except ImportError as e:
-            raise SparkUnavailable(f"Spark Connect needs its client libraries ({e.name or e} "
-                                   f"is missing): pip install pyspark-client, or "
-                                   f"{INSTALL_HINT} plus pyspark[connect]") from None
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise SparkUnavailable(f"Spark Connect needs its client libraries ({why}): pip "
+                                   "install 'pyspark[connect]' (or pyspark-client)") from None
         self._started = False  # a shared server session: never stop it from here
         if _ship(self.master):
             ship_package(spark)

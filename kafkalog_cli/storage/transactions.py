@@ -113,11 +113,11 @@ def partition_transactions(part: PartitionDir,
             seed_offset = None
         else:
             state = ProducerState.from_snapshot(entries)
-            for e in entries:
-                if e.current_txn_first_offset >= 0:
-                    details[e.producer_id] = OpenTxn(
-                        e.producer_id, e.epoch, e.current_txn_first_offset, e.last_offset, -1,
-                        e.timestamp, from_snapshot=True)
+            for pe in entries:
+                if pe.current_txn_first_offset >= 0:
+                    details[pe.producer_id] = OpenTxn(
+                        pe.producer_id, pe.epoch, pe.current_txn_first_offset, pe.last_offset,
+                        -1, pe.timestamp, from_snapshot=True)
     if seed_offset is None and first_base > 0:
         notes.append(f"the log starts at offset {first_base} and no producer snapshot covers "
                      "it: transactions begun earlier are not known")

@@ -31,7 +31,7 @@ def test_offsets_text_like_kafka_dump_log():
 
 def test_group_tombstone_is_delete_and_null():
     r = run("dump", LEGACY / "__consumer_offsets-41", "--print-data", "--no-batches")
-    last = [ln for ln in r.text.splitlines() if ln.startswith("| offset: 13 ")][0]
+    last = next(ln for ln in r.text.splitlines() if ln.startswith("| offset: 13 "))
     assert last.endswith(' key: {"type":"2","data":{"group":"legacy-verify"}} payload: <DELETE>')
     rows = jsonl(LEGACY / "__consumer_offsets-41", "--records", "--no-batches")
     assert rows[-1]["decoded"] == {"key": {"type": "2", "data": {"group": "legacy-verify"}},
@@ -104,7 +104,7 @@ def test_cluster_metadata_records_and_snapshot_control_records():
 def test_leader_change_keeps_kafka_dump_logs_control_type():
     r = run("dump", CORPUS / "ldi-poc-kraft" / "__cluster_metadata-0", "--records",
             "--to-offset", "0")
-    line = [ln for ln in r.text.splitlines() if ln.startswith("| offset: 0 ")][0]
+    line = next(ln for ln in r.text.splitlines() if ln.startswith("| offset: 0 "))
     assert " controlType: LEADER_CHANGE(2) LeaderChange {\"version\":0,\"leaderId\":1," in line
     r = run("dump", CORPUS / "ldi-poc-kraft" / "__cluster_metadata-0", "--records",
             "--to-offset", "0", "--decode", "none")

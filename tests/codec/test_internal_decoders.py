@@ -2,6 +2,7 @@
 corpus (known content of kafka-0.9-legacy, every internal record of every dir), and
 kafka-python's protocol types as an independent encoder/decoder of the same messages."""
 
+import base64
 import io
 import json
 import struct
@@ -10,7 +11,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from kafka.protocol.consumer.metadata import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+)
 from kafka.protocol.old.types import (
     Array,
     Boolean,
@@ -31,7 +35,6 @@ from kafka.protocol.old.types import (
 from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.internal import KINDS, groups, metadata, txnlog
 from kafkalog_cli.codec.internal.schema import (
-    Struct,
     UnknownRecordType,
     field,
     message,
@@ -244,7 +247,8 @@ def test_group_metadata_value_encoded_by_kafka_python(version, gen, proto, leade
         assert m.get("groupInstanceId", "absent") == (inst if version >= 3 else "absent")
         assert m.get("rebalanceTimeout") == (rt if version >= 1 else None)
         # protocolType "other": the bytes stay bytes (base64)
-        assert __import__("base64").b64decode(m["subscription"]) == sub
+        assert base64.b64decode(m["subscription"]) == sub
+        assert base64.b64decode(m["assignment"]) == asg
 
 
 def test_transaction_log_value_v1_tagged_fields_encoded_by_kafka_python():
@@ -405,5 +409,5 @@ def test_corpus_offsets_records_equal_kafka_python_decoding():
 
 
 def test_decoded_output_is_json_serialisable():
-    for _log, b, r in all_internal("kafka-0.9-legacy/__consumer_offsets-41/*.log"):
+    for _log, _b, r in all_internal("kafka-0.9-legacy/__consumer_offsets-41/*.log"):
         json.dumps(groups.decode(r.key, r.value))

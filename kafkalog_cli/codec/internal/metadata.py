@@ -23,8 +23,8 @@ import re
 from typing import Any
 
 from kafkalog_cli.codec.internal.schema import (
-    Struct,
     Reader,
+    Struct,
     field,
     jsonable,
     message,
@@ -40,7 +40,6 @@ _ENDPOINT = Struct("Endpoint", (field("Name", "string"), field("Host", "string")
                                 field("Port", "uint16"), field("SecurityProtocol", "int16")))
 _FEATURE = Struct("Feature", (field("Name", "string"), field("MinSupportedVersion", "int16"),
                               field("MaxSupportedVersion", "int16")))
-_NULL_INTS = {"null": "0+", "default": None}
 
 # apiKey -> (message, valid versions)
 RECORDS: dict[int, tuple[Struct, tuple[int, int]]] = {
@@ -80,11 +79,11 @@ RECORDS: dict[int, tuple[Struct, tuple[int, int]]] = {
     5: (message("PartitionChangeRecord",
                 field("PartitionId", "int32"),
                 field("TopicId", "uuid"),
-                field("Isr", "[]int32", tag=0, tagged="0+", **_NULL_INTS),
+                field("Isr", "[]int32", tag=0, tagged="0+", null="0+", default=None),
                 field("Leader", "int32", tag=1, tagged="0+", default=-2),
-                field("Replicas", "[]int32", tag=2, tagged="0+", **_NULL_INTS),
-                field("RemovingReplicas", "[]int32", tag=3, tagged="0+", **_NULL_INTS),
-                field("AddingReplicas", "[]int32", tag=4, tagged="0+", **_NULL_INTS),
+                field("Replicas", "[]int32", tag=2, tagged="0+", null="0+", default=None),
+                field("RemovingReplicas", "[]int32", tag=3, tagged="0+", null="0+", default=None),
+                field("AddingReplicas", "[]int32", tag=4, tagged="0+", null="0+", default=None),
                 field("LeaderRecoveryState", "int8", tag=5, tagged="0+", default=-1),
                 field("Directories", "[]uuid", "1+", null="1+", tag=8, tagged="1+",
                       default=None),
