@@ -502,3 +502,76 @@ def decode_records(data, count, base_offset, base_timestamp, base_sequence, log_
     if err.code:
         _raise(&err)
     return result
+
+
+# -- visible UTF-8 ------------------------------------------------------------------------
+# bytes.decode("utf-8", "backslashreplace") in one C pass: CPython's decoder takes a slow
+# per-error callback path for that handler, which dominates dumps of binary payloads.
+
+cdef const char* _HEX = b"0123456789abcdef"
+
+
+cdef inline Py_ssize_t _valid_len(const unsigned char* p, Py_ssize_t i, Py_ssize_t n):
+    """Length of the valid UTF-8 sequence starting at p[i], or 0 (CPython's ranges)."""
+    cdef unsigned char c = p[i]
+    cdef unsigned char lo = 0x80, hi = 0xBF
+    cdef Py_ssize_t need
+    if c < 0x80:
+        return 1
+    if 0xC2 <= c <= 0xDF:
+        need = 1
+    elif 0xE0 <= c <= 0xEF:
+        need = 2
+        if c == 0xE0:
+            lo = 0xA0
+        elif c == 0xED:
+            hi = 0x9F
+    elif 0xF0 <= c <= 0xF4:
+        need = 3
+        if c == 0xF0:
+            lo = 0x90
+        elif c == 0xF4:
+            hi = 0x8F
+    else:
+        return 0
+    if i + need >= n:
+        return 0
+    if not (lo <= p[i + 1] <= hi):
+        return 0
+    cdef Py_ssize_t k
+    for k in range(2, need + 1):
+        if not (0x80 <= p[i + k] <= 0xBF):
+            return 0
+    return need + 1
+
+
+def utf8_visible(data):
+    """Decode UTF-8; bytes that are not part of a valid sequence become visible \\xNN."""
+    if data is None:
+        return None
+    if type(data) is not bytes:
+        data = bytes(data)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(data)
+    try:
+        return PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+    except UnicodeDecodeError:
+        pass
+    out = PyBytes_FromStringAndSize(NULL, n * 4)
+    cdef char* o = PyBytes_AS_STRING(out)
+    cdef Py_ssize_t i = 0, j = 0, L, k
+    while i < n:
+        L = _valid_len(p, i, n)
+        if L:
+            for k in range(L):
+                o[j + k] = p[i + k]
+            j += L
+            i += L
+        else:
+            o[j] = 92  # backslash
+            o[j + 1] = 120  # x
+            o[j + 2] = _HEX[p[i] >> 4]
+            o[j + 3] = _HEX[p[i] & 15]
+            j += 4
+            i += 1
+    return PyUnicode_DecodeUTF8(o, j, NULL)

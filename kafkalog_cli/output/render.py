@@ -25,7 +25,21 @@ def payload_encoder(kind: str) -> Callable[[bytes | None], str | None]:
     if kind == "hex":
         return lambda b: None if b is None else b.hex()
     # utf8: invalid bytes become visible \xNN escapes
-    return lambda b: None if b is None else b.decode("utf-8", "backslashreplace")
+    return utf8_visible
+
+
+def _utf8_visible_pure(b: bytes | None) -> str | None:
+    return None if b is None else b.decode("utf-8", "backslashreplace")
+
+
+try:  # the compiled one-pass version (same output; see _speedups/fastcodec.pyx)
+    import os as _os
+
+    if _os.environ.get("KAFKALOG_PURE") == "1":
+        raise ImportError
+    from kafkalog_cli._speedups.fastcodec import utf8_visible
+except ImportError:
+    utf8_visible = _utf8_visible_pure
 
 
 class Renderer:
