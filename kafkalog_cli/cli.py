@@ -54,9 +54,22 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="kafkalog")
 @click.option("--debug", is_flag=True, envvar="KAFKALOG_DEBUG",
               help="Show tracebacks on errors [env: KAFKALOG_DEBUG].")
+@click.option("-q", "--quiet", is_flag=True, help="No progress, notes or warnings on stderr.")
+@click.option("-v", "--verbose", count=True, help="More detail on stderr (repeatable).")
+@click.option("--color/--no-color", default=None,
+              help="Colour on a terminal unless NO_COLOR is set; force it on or off.")
+@click.option("--utc", is_flag=True, help="Show times in UTC rather than local time.")
 @click.pass_context
-def root(ctx: click.Context, debug: bool) -> None:
-    """Inspect, verify and repair Apache Kafka log directories with no broker running."""
+def root(ctx: click.Context, debug: bool, quiet: bool, verbose: int, color: bool | None,
+         utc: bool) -> None:
+    """Inspect, verify and repair Apache Kafka log directories with no broker running.
+
+    Global options (-q, -v, --color/--no-color, --utc, --debug) may also follow the
+    command name.
+    """
+    from kafkalog_cli.output.console import settings
+
+    settings.quiet, settings.verbose, settings.color, settings.utc = quiet, verbose, color, utc
     ctx.obj = {"debug": debug}
 
 
@@ -68,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     # A command decodes millions of short-lived records in batches; CPython's default
     # gen-0 threshold (700) makes the cyclic GC rescan live batches over and over.
     gc.set_threshold(10_000, 20, 20)
-    args = sys.argv[1:] if argv is None else argv
+    args = _globals_first(sys.argv[1:] if argv is None else list(argv))
     debug = "--debug" in args or bool(os.environ.get("KAFKALOG_DEBUG"))
     code = 0
     try:
@@ -112,6 +125,23 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         _silence_stdout()
     sys.exit(code)
+
+
+_GLOBAL_FLAGS = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--color", "--no-color",
+                 "--utc", "--debug")
+
+
+def _globals_first(args: list[str]) -> list[str]:
+    """Let global flags stand anywhere (`kafkalog verify -q DIR`): move them before the
+    command. No command defines options of these names, so nothing is ambiguous."""
+    if "--" in args:
+        cut = args.index("--")
+        head, tail = args[:cut], args[cut:]
+    else:
+        head, tail = args, []
+    flags = [a for a in head if a in _GLOBAL_FLAGS]
+    rest = [a for a in head if a not in _GLOBAL_FLAGS]
+    return flags + rest + tail
 
 
 def _silence_stdout() -> None:

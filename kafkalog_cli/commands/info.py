@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 import orjson
 
 from kafkalog_cli.commands import options, v07
+from kafkalog_cli.output.console import human_time
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import open_target
 from kafkalog_cli.storage.overview import lock_state, partition_info
 
 
 def _ts(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return human_time(ms)
 
 
 @click.command("info", epilog="Exit codes: 0 done, 8 operational error, 16 usage error.")

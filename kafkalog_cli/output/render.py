@@ -78,9 +78,18 @@ class JsonRenderer(Renderer):
         super().close()
 
 
-def _cell(v: Any) -> Any:
+# epoch-ms fields that tables show as dates (JSON, JSONL and CSV keep the numbers)
+TIME_KEYS = frozenset({"timestamp", "maxTimestamp", "lastTimestamp", "deleteHorizonMs",
+                       "firstTimestamp", "first_timestamp", "max_timestamp"})
+
+
+def _cell(v: Any, key: str | None = None) -> Any:
     if isinstance(v, (list, dict)):
         return orjson.dumps(v).decode()
+    if key in TIME_KEYS and isinstance(v, int) and v >= 0:
+        from kafkalog_cli.output.console import human_time
+
+        return human_time(v)
     return v
 
 
@@ -130,7 +139,7 @@ class TableRenderer(Renderer):
                 groups.append([r])
         for g in groups:
             cols = self._columns or list(g[0])
-            table = tabulate([[_cell(r.get(c)) for c in cols] for r in g], headers=cols,
+            table = tabulate([[_cell(r.get(c), c) for c in cols] for r in g], headers=cols,
                              tablefmt="simple", disable_numparse=True)
             self.out.write(table.encode() + b"\n\n")
         self._rows = []
