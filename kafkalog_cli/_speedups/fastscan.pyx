@@ -78,27 +78,32 @@ cdef extern from *:
     }
 
     /* ---- chunk reader ----
-       Chunk k is the file bytes [k*chunk, min((k+1)*chunk, end)); it is read into slot
-       k % nslots, after HEADROOM bytes where the consumer copies a header that straddles
-       from chunk k-1. With a helper thread, both threads claim chunks in order (whoever gets
-       to the next unclaimed chunk first reads it): the helper runs ahead while slots are
-       free, and the consumer never waits for a chunk nobody has started. Only the consumer
-       touches Python (never the helper). */
+       Chunk k is the file bytes [k*chunk, min((k+1)*chunk, end)); it is read into a slot,
+       after KL_HEADROOM bytes where the consumer copies a header that straddles from chunk
+       k-1. Reading (the kernel's copy out of the page cache) costs more than the CRCs, so for
+       files of more than two chunks a helper thread reads ahead (at most KL_LOOKAHEAD chunks
+       past the consumer's). The consumer never depends on the helper: waiting for a chunk the
+       helper is on, it reads the next unclaimed chunk itself, and after KL_STEAL_NS it reads
+       the awaited chunk itself into a free slot (the helper's copy is then dropped), so a
+       helper that gets no CPU costs at most that delay. Only the consumer touches Python. */
     #include <pthread.h>
     #include <signal.h>
+    #include <time.h>
     #define KL_HEADROOM 4096
-    #define KL_MAX_SLOTS 4
+    #define KL_LOOKAHEAD 2
+    #define KL_THREAD_SLOTS 5   /* current + KL_LOOKAHEAD + one being dropped + one to steal */
+    #define KL_STEAL_NS 500000L
     #define KL_HUGE ((size_t)2 << 20)
-    enum { KL_FREE = 0, KL_READING = 1, KL_READY = 2, KL_FAILED = 3 };
+    enum { KL_FREE = 0, KL_READING, KL_READY, KL_FAILED, KL_DROPPED, KL_IN_USE };
     typedef struct {
-        int fd, nslots, threaded, stop;
+        int fd, nslots, threaded, stop, owns_mem;
         int64_t end, chunk, nchunks, stride;
         unsigned char *mem;
-        int owns_mem;
-        int64_t next_claim;  /* the first chunk nobody has claimed */
-        int64_t cur;         /* the chunk the consumer is on (its slot and older are busy) */
-        int64_t slot_chunk[KL_MAX_SLOTS];
-        int slot_state[KL_MAX_SLOTS];
+        int64_t next_claim;  /* the first chunk nobody has started */
+        int64_t cur;         /* the chunk the consumer is on */
+        int cur_slot, next_slot;
+        int64_t slot_chunk[KL_THREAD_SLOTS];
+        int slot_state[KL_THREAD_SLOTS];
         pthread_mutex_t mu;
         pthread_cond_t cv;
         pthread_t th;
@@ -117,37 +122,51 @@ cdef extern from *:
         return (unsigned char *)malloc(size);
     }
 
-    static unsigned char *kl_slot_data(kl_reader *R, int64_t k) {
-        return R->mem + (k % R->nslots) * R->stride + KL_HEADROOM;
+    static unsigned char *kl_slot_data(kl_reader *R, int s) {
+        return R->mem + s * R->stride + KL_HEADROOM;
     }
-    static int64_t kl_chunk_len(kl_reader *R, int64_t k) {
+    static int kl_read_into(kl_reader *R, int64_t k, int s) {
         int64_t left = R->end - k * R->chunk;
-        return left < R->chunk ? left : R->chunk;
+        int64_t want = left < R->chunk ? left : R->chunk;
+        return kl_pread_full(R->fd, kl_slot_data(R, s), want, k * R->chunk) == want ? 0 : -1;
     }
-    static int kl_read_chunk(kl_reader *R, int64_t k) {
-        int64_t want = kl_chunk_len(R, k);
-        return kl_pread_full(R->fd, kl_slot_data(R, k), want, k * R->chunk) == want ? 0 : -1;
+    static int kl_free_slot(kl_reader *R) {
+        for (int s = 0; s < R->nslots; s++)
+            if (R->slot_state[s] == KL_FREE) return s;
+        return -1;
+    }
+    static int kl_slot_of(kl_reader *R, int64_t k, int state) {
+        for (int s = 0; s < R->nslots; s++)
+            if (R->slot_chunk[s] == k && R->slot_state[s] == state) return s;
+        return -1;
+    }
+    /* Under the lock: claim chunk k into a free slot and read it (unlocked meanwhile); the slot
+       ends READY/FAILED, or `done` if given (the consumer's own chunk). Returns the slot. */
+    static int kl_claim_read(kl_reader *R, int64_t k, int s, int done, int *rc) {
+        R->slot_chunk[s] = k;
+        R->slot_state[s] = KL_READING;
+        pthread_mutex_unlock(&R->mu);
+        *rc = kl_read_into(R, k, s);
+        pthread_mutex_lock(&R->mu);
+        if (R->slot_state[s] == KL_DROPPED) R->slot_state[s] = KL_FREE;
+        else R->slot_state[s] = done ? done : (*rc ? KL_FAILED : KL_READY);
+        pthread_cond_broadcast(&R->cv);
+        return s;
     }
 
     static void *kl_helper(void *arg) {
         kl_reader *R = (kl_reader *)arg;
+        int s, rc;
         pthread_mutex_lock(&R->mu);
         while (!R->stop && R->next_claim < R->nchunks) {
             int64_t k = R->next_claim;
-            int s = (int)(k % R->nslots), rc;
-            if (k >= R->cur + R->nslots) {  /* its slot still holds chunk k - nslots */
+            if (k > R->cur + KL_LOOKAHEAD || (s = kl_free_slot(R)) < 0) {
                 pthread_cond_wait(&R->cv, &R->mu);
                 continue;
             }
             R->next_claim = k + 1;
-            R->slot_chunk[s] = k;
-            R->slot_state[s] = KL_READING;
-            pthread_mutex_unlock(&R->mu);
-            rc = kl_read_chunk(R, k);
-            pthread_mutex_lock(&R->mu);
-            R->slot_state[s] = rc ? KL_FAILED : KL_READY;
-            pthread_cond_broadcast(&R->cv);
-            if (rc) break;  /* the consumer reads what follows itself (and fails too) */
+            kl_claim_read(R, k, s, 0, &rc);
+            if (rc) break;  /* the consumer fails on this chunk */
         }
         pthread_mutex_unlock(&R->mu);
         return NULL;
@@ -156,11 +175,12 @@ cdef extern from *:
     static int kl_use_thread(int64_t end, int64_t chunk, int threaded) {
         return threaded && (end + chunk - 1) / chunk > 2;
     }
+    static int kl_slots(int64_t end, int64_t chunk, int threaded) {
+        return kl_use_thread(end, chunk, threaded) ? KL_THREAD_SLOTS : (end > chunk ? 2 : 1);
+    }
     /* Bytes of buffer a reader needs. */
     static int64_t kl_reader_need(int64_t end, int64_t chunk, int threaded) {
-        int64_t nchunks = (end + chunk - 1) / chunk;
-        int nslots = kl_use_thread(end, chunk, threaded) ? KL_MAX_SLOTS : (nchunks > 1 ? 2 : 1);
-        return ((KL_HEADROOM + chunk + 4095) & ~(int64_t)4095) * nslots;
+        return ((KL_HEADROOM + chunk + 4095) & ~(int64_t)4095) * kl_slots(end, chunk, threaded);
     }
     /* A reader over fd; it uses `mem` (at least kl_reader_need bytes) if given, else its own. */
     static kl_reader *kl_reader_open(int fd, int64_t end, int64_t chunk, int threaded,
@@ -172,9 +192,11 @@ cdef extern from *:
         R->chunk = chunk;
         R->nchunks = (end + chunk - 1) / chunk;
         R->threaded = kl_use_thread(end, chunk, threaded);
-        R->nslots = R->threaded ? KL_MAX_SLOTS : (R->nchunks > 1 ? 2 : 1);
+        R->nslots = kl_slots(end, chunk, threaded);
         R->stride = (KL_HEADROOM + chunk + 4095) & ~(int64_t)4095;
         R->cur = -1;
+        R->cur_slot = R->next_slot = -1;
+        for (int s = 0; s < KL_THREAD_SLOTS; s++) R->slot_chunk[s] = -1;
         R->mem = mem;
         if (!mem) {
             R->mem = kl_alloc_buffer((size_t)(R->stride * R->nslots));
@@ -201,44 +223,80 @@ cdef extern from *:
                 if (rc != 0) {
                     pthread_cond_destroy(&R->cv);
                     pthread_mutex_destroy(&R->mu);
-                    R->threaded = 0;  /* read everything here */
+                    R->threaded = 0;  /* read everything here (it has the slots for it) */
                 }
             }
         }
         return R;
     }
 
-    /* Make chunk k (> the current one) available; 0, or -1 if it cannot be read whole. */
+    static int kl_past(const struct timespec *t) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+    }
+
+    /* Make chunk k = cur + 1 available at *data; 0, or -1 if it cannot be read whole. */
     static int kl_reader_get(kl_reader *R, int64_t k, unsigned char **data) {
-        int s = (int)(k % R->nslots), rc;
-        *data = kl_slot_data(R, k);
-        if (!R->threaded) return kl_read_chunk(R, k);
+        int s, h, rc = 0;
+        struct timespec deadline;
+        if (!R->threaded) {
+            R->next_slot = (int)(k % R->nslots);
+            *data = kl_slot_data(R, R->next_slot);
+            return kl_read_into(R, k, R->next_slot);
+        }
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += KL_STEAL_NS;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec += 1;
+            deadline.tv_nsec -= 1000000000L;
+        }
         pthread_mutex_lock(&R->mu);
-        if (R->next_claim == k) {  /* nobody has started it: read it here */
-            R->next_claim = k + 1;
-            R->slot_chunk[s] = k;
-            R->slot_state[s] = KL_READING;
-            pthread_mutex_unlock(&R->mu);
-            rc = kl_read_chunk(R, k);
-            pthread_mutex_lock(&R->mu);
-            R->slot_state[s] = rc ? KL_FAILED : KL_READY;
-        } else {
-            while (!(R->slot_chunk[s] == k &&
-                     (R->slot_state[s] == KL_READY || R->slot_state[s] == KL_FAILED)))
-                pthread_cond_wait(&R->cv, &R->mu);
-            rc = R->slot_state[s] == KL_FAILED ? -1 : 0;
+        for (;;) {
+            if ((s = kl_slot_of(R, k, KL_READY)) >= 0 || (s = kl_slot_of(R, k, KL_FAILED)) >= 0) {
+                rc = R->slot_state[s] == KL_FAILED ? -1 : 0;
+                R->slot_state[s] = KL_IN_USE;
+                break;
+            }
+            if (R->next_claim == k && (s = kl_free_slot(R)) >= 0) {  /* nobody started it */
+                R->next_claim = k + 1;
+                kl_claim_read(R, k, s, KL_IN_USE, &rc);
+                break;
+            }
+            /* the helper is on chunk k: read ahead meanwhile... */
+            if (R->next_claim > k && R->next_claim < R->nchunks &&
+                    R->next_claim <= R->cur + KL_LOOKAHEAD && (s = kl_free_slot(R)) >= 0) {
+                kl_claim_read(R, R->next_claim++, s, 0, &rc);
+                continue;
+            }
+            /* ...or, once it is late, read chunk k here and drop the helper's copy */
+            h = kl_slot_of(R, k, KL_READING);
+            if (h >= 0 && kl_past(&deadline) && (s = kl_free_slot(R)) >= 0) {
+                R->slot_state[h] = KL_DROPPED;
+                kl_claim_read(R, k, s, KL_IN_USE, &rc);
+                break;
+            }
+            if (kl_past(&deadline)) {  /* cannot happen (a slot is always free); never spin */
+                deadline.tv_sec += 1;
+            }
+            pthread_cond_timedwait(&R->cv, &R->mu, &deadline);
         }
         pthread_mutex_unlock(&R->mu);
+        R->next_slot = s;
+        *data = kl_slot_data(R, s);
         return rc;
     }
 
-    /* The consumer moved on to chunk k: the slots of older chunks may be refilled. */
+    /* The consumer moved on to chunk k (after copying what it needed from the previous one). */
     static void kl_reader_advance(kl_reader *R, int64_t k) {
         if (!R->threaded) {
             R->cur = k;
+            R->cur_slot = R->next_slot;
             return;
         }
         pthread_mutex_lock(&R->mu);
+        if (R->cur_slot >= 0) R->slot_state[R->cur_slot] = KL_FREE;
+        R->cur_slot = R->next_slot;
         R->cur = k;
         pthread_cond_broadcast(&R->cv);
         pthread_mutex_unlock(&R->mu);
@@ -419,7 +477,7 @@ cdef int64_t BASE_LIMIT = <int64_t>1 << 62
 cdef bint _avx512_available = kl_crc_setup() != 0
 cdef int _tier = TIER_AVX512 if _avx512_available else TIER_PACKAGE
 
-# One buffer block kept between calls (the largest one needed so far: 16 MiB at the default
+# One buffer block kept between calls (the largest one needed so far: 20 MiB at the default
 # chunk), so that scanning many segments does not fault fresh pages in for each. Taken and given
 # back with the GIL held; a concurrent call gets a private block.
 cdef unsigned char *_cache = NULL
@@ -747,7 +805,8 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
 
     Files of more than two chunks are read with the help of one thread (it only reads: the
     two threads share the kernel's copying, the CRCs stay here); `threads=False` reads here
-    only. Memory: at most 4 chunk buffers (16 MiB at the default 4 MiB chunk).
+    only. Memory: at most 5 chunk buffers (20 MiB at the default 4 MiB chunk), kept for the
+    next call.
     """
     cdef Scan S
     cdef Status st = UNSURE

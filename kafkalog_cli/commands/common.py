@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -36,3 +37,16 @@ def lock_dirs(parts: list[PartitionDir], stack: ExitStack) -> None:
         if root not in seen:
             seen.add(root)
             stack.enter_context(LogDirLock(root))
+
+
+def partition_bytes(parts: list[PartitionDir]) -> int:
+    """Total `.log` bytes: what progress bars count."""
+    return sum(seg.size for part in parts for seg in part.segments)
+
+
+def ticking(parts: list[PartitionDir], advance: Callable[[int], None]) -> Iterator[PartitionDir]:
+    """Yield each partition, advancing the progress bar once its work is done."""
+    for part in parts:
+        size = sum(seg.size for seg in part.segments)
+        yield part
+        advance(size)

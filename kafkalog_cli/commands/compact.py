@@ -11,7 +11,8 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs
+from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
+from kafkalog_cli.output.console import progress
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
@@ -87,7 +88,8 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
     with ExitStack() as stack:
         if not dry_run:
             lock_dirs(parts, stack)
-        for part in parts:
+        bar = stack.enter_context(progress(partition_bytes(parts), "compact"))
+        for part in ticking(parts, bar):
             if not part.segments:
                 continue
             log_dir = part.path.parent.resolve()

@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs, partitions_of
+from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, ticking
+from kafkalog_cli.output.console import progress
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.output.render import make_renderer
@@ -51,8 +52,10 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
     with ExitStack() as stack:
         if not dry_run:
             lock_dirs([p for _t, parts, _b in targets for p in parts], stack)
+        bar = stack.enter_context(progress(
+            partition_bytes([p for _t, parts, _b in targets for p in parts]), "index-rebuild"))
         for _t, parts, bases in targets:
-            for part in parts:
+            for part in ticking(parts, bar):
                 for c in reindex_partition(part, bases=bases, interval=index_interval_bytes,
                                            index_bytes=segment_index_bytes, dry_run=dry_run):
                     changed += c.changed

@@ -10,7 +10,8 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options, v07
-from kafkalog_cli.commands.common import lock_dirs
+from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
+from kafkalog_cli.output.console import progress
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
@@ -114,7 +115,8 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
         quarantines: dict[Path, Quarantine] = {}
         rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
-        for part in parts:
+        bar = stack.enter_context(progress(partition_bytes(parts), "recover"))
+        for part in ticking(parts, bar):
             log_dir = part.path.parent.resolve()
             q = quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
                                                            enabled=not no_quarantine))
