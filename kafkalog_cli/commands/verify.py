@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import options, v07
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
+from kafkalog_cli.commands.common import partition_bytes
+from kafkalog_cli.output.console import paint, progress
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.check import (
@@ -25,19 +28,20 @@ from kafkalog_cli.storage.findings import ERROR, INFO, WARNING, Finding, Finding
 from kafkalog_cli.storage.logdir import Target, open_target, scan_partition
 
 
-def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats) -> None:
+def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats,
+                  advance: Callable[[int], None] | None = None) -> None:
     if target.kind == "file":
         _verify_file(target.path, f, opts, stats)
         return
     if target.kind == "partition":
         assert target.partition is not None
-        check_partition(target.partition, f, opts, stats)
+        check_partition(target.partition, f, opts, stats, advance)
         return
     for ld in target.log_dirs:
         leos: dict[tuple[str, int], int | None] = {}
         firsts: dict[tuple[str, int], int] = {}
         for part in ld.partitions:
-            leos[part.key] = check_partition(part, f, opts, stats)
+            leos[part.key] = check_partition(part, f, opts, stats, advance)
             if part.segments:
                 firsts[part.key] = part.segments[0].base_offset
         check_log_dir_files(ld, f, leos, firsts)
@@ -77,7 +81,7 @@ _SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
 
 def _text(fd: Finding) -> str:
     where = fd.file if fd.position is None else f"{fd.file}:{fd.position}"
-    line = f"{fd.severity:<7} {fd.code:<26} {where}: {fd.message}"
+    line = f"{paint(f'{fd.severity:<7}', fd.severity)} {fd.code:<26} {where}: {fd.message}"
     if fd.expected is not None or fd.found is not None:
         line += f" (expected {fd.expected}, found {fd.found})"
     if fd.fix:
@@ -127,7 +131,9 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
         if engine == "spark":
             spark_targets.append(open_target(p))
             continue
-        verify_target(open_target(p), f, opts, stats)
+        target = open_target(p)
+        with progress(partition_bytes(target.partitions()), "verify") as advance:
+            verify_target(target, f, opts, stats, advance)
     if spark_targets:
         from kafkalog_cli.spark.jobs import verify_on_spark
 

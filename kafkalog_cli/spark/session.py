@@ -51,11 +51,12 @@ logger.hadoop.level = error
 """
 
 
-def quiet_conf(log4j_file: str) -> dict[str, str]:
+def quiet_conf(log4j_file: str, java_options: str = "") -> dict[str, str]:
     tz = "-Duser.timezone=UTC"
     return {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
-            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j_file} {tz}",
+            "spark.driver.extraJavaOptions":
+                f"-Dlog4j2.configurationFile={log4j_file} {tz} {java_options}".strip(),
             "spark.executor.extraJavaOptions": tz}
 
 
@@ -131,10 +132,11 @@ class Session:
     """A SparkSession with the kafkalog source registered; stops it on exit if it started it."""
 
     def __init__(self, master: str | None = None, app_name: str = "kafkalog",
-                 conf: dict[str, str] | None = None) -> None:
+                 conf: dict[str, str] | None = None, java_options: str = "") -> None:
         self.master = resolve_master(master)
         self.app_name = app_name
         self.conf = conf or {}
+        self.java_options = java_options  # extra driver JVM flags (local mode: all of Spark)
         self.log = log_path()
         self.spark: Any = None
         self._started = False
@@ -165,7 +167,7 @@ class Session:
         log4j = Path(self._tmp.name) / "log4j2.properties"
         log4j.write_text(LOG4J2)
         builder = SparkSession.builder.master(self.master).appName(self.app_name)
-        for k, v in {**quiet_conf(str(log4j)), **self.conf}.items():
+        for k, v in {**quiet_conf(str(log4j), self.java_options), **self.conf}.items():
             builder = builder.config(k, v)
         self._started = SparkContext._active_spark_context is None
         if self._started:

@@ -37,8 +37,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     os.environ.setdefault("KAFKALOG_SPARK_LOG",
                           str(tmp_path_factory.mktemp("spark") / "spark.log"))
+    # short jobs: C1 only (the C2 compiler would burn a core for little gain), serial GC
     session = Session("local[2]", app_name="kafkalog-tests",
-                      conf={"spark.sql.shuffle.partitions": "2"})
+                      conf={"spark.sql.shuffle.partitions": "2"},
+                      java_options="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     s = session.__enter__()
     yield s
     session.__exit__(None, None, None)
