@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 from kafkalog_cli.storage.logdir import open_target
 
 
@@ -36,3 +38,29 @@ def append_bytes(path: Path, extra: bytes) -> None:
 
 def segments(pdir: Path):
     return open_target(pdir).partition.segments
+
+
+# hostile edits for fuzz tests: (kind, where, argument)
+mutation = st.one_of(
+    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
+    st.tuples(st.just("cut"), st.integers(0, 10**6), st.just(0)),
+    st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=64)),
+    st.tuples(st.just("size"), st.integers(0, 10**6), st.integers(-(2**31), 2**31 - 1)),
+)
+
+
+def mutate(data: bytes, muts) -> bytes:
+    buf = bytearray(data)
+    for kind, at, arg in muts:
+        if not buf:
+            break
+        at %= len(buf)
+        if kind == "flip":
+            buf[at] ^= arg
+        elif kind == "cut":
+            del buf[at:]
+        elif kind == "insert":
+            buf[at:at] = arg
+        else:  # overwrite a size field with a hostile value
+            buf[at:at + 4] = int(arg).to_bytes(4, "big", signed=True)
+    return bytes(buf)

@@ -14,34 +14,10 @@ from kafkalog_cli.storage.check import CheckOptions, Stats
 from kafkalog_cli.storage.findings import Findings
 from kafkalog_cli.storage.logdir import open_target
 from tests.conftest import FIXTURE
+from tests.faults.surgery import mutate, mutation
 
 SOURCES = sorted(FIXTURE.glob("*/*.log"))
 ORIGINALS = {p: p.read_bytes() for p in SOURCES}
-
-mutation = st.one_of(
-    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
-    st.tuples(st.just("cut"), st.integers(0, 10**6), st.just(0)),
-    st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=64)),
-    st.tuples(st.just("size"), st.integers(0, 10**6), st.integers(-(2**31), 2**31 - 1)),
-)
-
-
-def mutate(data: bytes, muts) -> bytes:
-    buf = bytearray(data)
-    for kind, at, arg in muts:
-        if not buf:
-            break
-        at %= len(buf)
-        if kind == "flip":
-            buf[at] ^= arg
-        elif kind == "cut":
-            del buf[at:]
-        elif kind == "insert":
-            buf[at:at] = arg
-        else:  # overwrite a size field with a hostile value
-            buf[at:at + 4] = int(arg).to_bytes(4, "big", signed=True)
-    return bytes(buf)
-
 
 def exercise(pdir):
     """Everything verify and dump do, in-process; only KafkalogError may come out."""

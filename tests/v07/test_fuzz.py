@@ -20,30 +20,7 @@ from kafkalog_cli.storage.v07_migrate import MigrateOptions, migrate_partition
 from kafkalog_cli.storage.v07_recovery import apply_plan, plan_partition
 from kafkalog_cli.storage.v07_scan import iter_entries
 from tests.cli.run import run
-
-mutation = st.one_of(
-    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(1, 255)),
-    st.tuples(st.just("cut"), st.integers(0, 10**6), st.just(0)),
-    st.tuples(st.just("insert"), st.integers(0, 10**6), st.binary(min_size=1, max_size=64)),
-    st.tuples(st.just("size"), st.integers(0, 10**6), st.integers(-(2**31), 2**31 - 1)),
-)
-
-
-def mutate(data: bytes, muts) -> bytes:
-    buf = bytearray(data)
-    for kind, at, arg in muts:
-        if not buf:
-            break
-        at %= len(buf)
-        if kind == "flip":
-            buf[at] ^= arg
-        elif kind == "cut":
-            del buf[at:]
-        elif kind == "insert":
-            buf[at:at] = arg
-        else:  # a hostile size field
-            buf[at:at + 4] = int(arg).to_bytes(4, "big", signed=True)
-    return bytes(buf)
+from tests.faults.surgery import mutate, mutation
 
 _SRC = Path(tempfile.mkdtemp(prefix="kafkalog-v07-fuzz-")) / "ld"
 generate(_SRC, Gen07Spec(records=60, batch_records=4, codecs=["none", "gzip", "snappy"],
