@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -45,7 +46,7 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
                 entry["unknownFiles"] = ld.unknown + [d + "/" for d in ld.bad_dirs]
             entry["partitions"] = [partition_info(x).as_dict() for x in parts]
             report.append(entry)
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     if fmt == "json":
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
         return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+import sys
 from typing import Any
 
 import click
@@ -143,7 +144,7 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
                                "records": None if shallow else stats.records,
                                "bytes": stats.bytes, "errors": f.count(ERROR),
                                "warnings": f.count(WARNING), "info": f.count(INFO)}
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     if fmt == "json":
         out.write(orjson.dumps({"findings": [x.as_dict() for x in f.items], "summary": summary},
                                option=orjson.OPT_INDENT_2) + b"\n")
