@@ -67,6 +67,17 @@ def bench_verify(seg: Path) -> dict[str, float]:
         del mv
         mm.close()
 
+    def reference_reading() -> None:
+        # the same loop, but the bytes come from the file each run, as verify's must
+        with open(seg, "rb") as f2:
+            m2 = mmap.mmap(f2.fileno(), 0, access=mmap.ACCESS_READ)
+            v2 = memoryview(m2)
+            for a, b in spans:
+                crc32c(v2[a:b])
+            del v2
+            m2.close()
+    ref_read = best(reference_reading)
+
     def ours() -> None:
         f = Findings()
         check_log_file(seg, 0, f, CheckOptions(shallow=True), Stats())
@@ -75,7 +86,8 @@ def bench_verify(seg: Path) -> dict[str, float]:
     cli = wall([PY, "-m", "kafkalog_cli", "verify", "--shallow", str(seg.parent)], runs=2)
     size = seg.stat().st_size
     return {"crc_loop_GBps": size / ref / 1e9, "verify_shallow_GBps": size / t / 1e9,
-            "ratio": ref / t, "cli_wall_s": cli}
+            "ratio": ref / t, "cli_wall_s": cli, "crc_read_loop_GBps": size / ref_read / 1e9,
+            "ratio_read": ref_read / t}
 
 
 def bench_codec() -> str:
@@ -180,7 +192,9 @@ def main() -> None:
           f"({RECORDS_PER_BATCH}/batch, uncompressed)")
     v = bench_verify(seg)
     print(f"1. verify --shallow: {v['verify_shallow_GBps']:.2f} GB/s vs bare crc32c loop "
-          f"{v['crc_loop_GBps']:.2f} GB/s -> ratio {v['ratio']:.2f}x (goal >= 0.7); "
+          f"{v['crc_loop_GBps']:.2f} GB/s over an already-mapped file -> ratio "
+          f"{v['ratio']:.2f}x (goal >= 0.7); vs the same loop mapping the file each run "
+          f"{v['crc_read_loop_GBps']:.2f} GB/s -> {v['ratio_read']:.2f}x; "
           f"CLI wall {v['cli_wall_s']:.2f}s")
     print("2. record decoding (library level):")
     print("   " + bench_codec().replace("\n", "\n   "))
