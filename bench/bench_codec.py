@@ -118,8 +118,8 @@ def main() -> int:
                   "kafkalog pure Python": kafkalog_with(pure)}
     if compiled is not None:
         from kafkalog_cli._speedups import fastcodec
-        contenders["kafkalog compiled (Cython)"] = kafkalog_with(compiled)
-        contenders["  ... records GC-untracked"] = kafkalog_with(compiled, untracked=True)
+        contenders["kafkalog compiled (default)"] = kafkalog_with(compiled, untracked=True)
+        contenders["  ... records GC-tracked"] = kafkalog_with(compiled, untracked=False)
     else:
         print("(compiled decoder not available: build it with pip install -e .)")
 

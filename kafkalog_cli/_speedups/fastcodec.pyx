@@ -87,7 +87,7 @@ cdef int64_t I64_MIN = -I64_MAX - 1
 
 cdef object _Record = Record  # a C-level reference: no global lookup per record
 cdef bint _fast_record = False
-cdef bint _untrack_records = False
+cdef bint _untrack_records = True
 cdef Py_ssize_t _off_offset = 0, _off_timestamp = 0, _off_key = 0, _off_value = 0
 cdef Py_ssize_t _off_headers = 0, _off_sequence = 0, _off_attributes = 0, _off_crc = 0
 
@@ -149,8 +149,9 @@ def _set_slot_writes(bint enable):
 
 
 def set_untracked_records(bint enable):
-    """Opt-in, off by default: hand out records (and their headers lists) untracked by the
-    cyclic GC. A batch keeps hundreds of records alive at once, so the GC keeps collecting and
+    """On by default: hand out records (and their headers lists) untracked by the cyclic GC
+    (they hold only bytes, None, ints and lists of (str, bytes) tuples, so they cannot be
+    part of a cycle unless a caller builds one). A batch keeps hundreds of records alive at once, so the GC keeps collecting and
     promoting them, which costs about as much as decoding them (see bench/bench_codec.py).
     Untracked, a reference cycle a caller builds through a record (say
     `r.headers.append(r)`) is never collected: a leak, never a crash. Returns the old setting.

@@ -9,7 +9,13 @@ Header = tuple[str, bytes | None]
 
 
 class Record:
-    """One record (v2) or message (v0/v1), decoded."""
+    """One record (v2) or message (v0/v1), decoded.
+
+    The compiled decoder hands records out untracked by CPython's cyclic GC (a batch keeps
+    hundreds alive at once, and collecting them costs as much as decoding them): a cycle a
+    caller builds through a record, such as `r.headers.append(r)`, is never collected.
+    `kafkalog_cli._speedups.fastcodec.set_untracked_records(False)` turns this off.
+    """
 
     __slots__ = ("attributes", "crc", "headers", "key", "offset", "sequence", "timestamp",
                  "value")

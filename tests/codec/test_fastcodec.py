@@ -259,15 +259,15 @@ def test_record_constructor_path(section, base_sequence):
 @needs_ext
 def test_gc_tracking():
     data = encode_record(0, 0, b"k", b"v", [("h", b"x")]) + encode_record(1, 0, None, None, [])
-    recs = fc.decode_records(data, 2, 0, 0, -1, None)
-    assert all(gc.is_tracked(r) and gc.is_tracked(r.headers) for r in recs)
-    assert not gc.is_tracked(recs[0].headers[0])  # (str, bytes): as CPython would untrack it
-    assert fc.set_untracked_records(True) is False
-    try:
-        untracked = fc.decode_records(data, 2, 0, 0, -1, None)
-    finally:
-        assert fc.set_untracked_records(False) is True
+    untracked = fc.decode_records(data, 2, 0, 0, -1, None)  # the default: untracked
     assert not any(gc.is_tracked(r) or gc.is_tracked(r.headers) for r in untracked)
+    assert not gc.is_tracked(untracked[0].headers[0])  # (str, bytes): as CPython would
+    assert fc.set_untracked_records(False) is True
+    try:
+        recs = fc.decode_records(data, 2, 0, 0, -1, None)
+    finally:
+        assert fc.set_untracked_records(True) is False
+    assert all(gc.is_tracked(r) and gc.is_tracked(r.headers) for r in recs)
     assert _outcome(lambda *a: untracked, 0) == _outcome(lambda *a: recs, 0)
 
 
