@@ -625,14 +625,50 @@ cdef int _put_int(Buf* b, object v) except -1:
     return _put(b, tmp, k)
 
 
+# bytes a JSON string can hold as they are: printable ASCII other than '"' and '\\'
+cdef unsigned char _SAFE[256]
+for _k in range(256):
+    _SAFE[_k] = 1 if 0x20 <= _k < 0x80 and _k != 34 and _k != 92 else 0
+
+
+cdef inline bint _word_safe(const unsigned char* s) noexcept nogil:
+    """All 8 bytes plain (SWAR): no high bit, none below 0x20, no '"' and no '\\'."""
+    cdef uint64_t w, q
+    cdef uint64_t hi = 0x8080808080808080ULL
+    cdef uint64_t lo = 0x0101010101010101ULL
+    memcpy(&w, s, 8)
+    if w & hi:
+        return 0
+    if (w - 0x2020202020202020ULL) & ~w & hi:
+        return 0
+    q = w ^ 0x2222222222222222ULL
+    if (q - lo) & ~q & hi:
+        return 0
+    q = w ^ 0x5c5c5c5c5c5c5c5cULL
+    if (q - lo) & ~q & hi:
+        return 0
+    return 1
+
+
 cdef int _json_str(Buf* b, const unsigned char* s, Py_ssize_t n, bint visible) except -1:
     """A JSON string of UTF-8 text (visible: invalid bytes become the text \\xNN)."""
-    cdef Py_ssize_t i = 0, L, k
+    cdef Py_ssize_t i = 0, j, L, k
     cdef unsigned char c
     _grow(b, n * 6 + 2)
     b.p[b.n] = 34
     b.n += 1
     while i < n:
+        j = i
+        while j + 8 <= n and _word_safe(s + j):  # a run of plain bytes: one copy
+            j += 8
+        while j < n and _SAFE[s[j]]:
+            j += 1
+        if j > i:
+            memcpy(b.p + b.n, s + i, j - i)
+            b.n += j - i
+            i = j
+            if i >= n:
+                break
         c = s[i]
         if c >= 0x80:
             L = _valid_len(s, i, n) if visible else 1

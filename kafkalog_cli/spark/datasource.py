@@ -16,9 +16,9 @@ everything a task needs travels in its InputPartition (a plan.Split).
 Filter pushdown (Spark >= 4.1, `spark.sql.python.filterPushdown.enabled`) is opt-in:
 `register(spark, filter_pushdown=True)`. Pushed topic, partition, offset and lower
 timestamp bounds skip segments and batches; every filter is still handed back for Spark to
-evaluate. In Spark 4.3.0 a DataFrame that ran a filtered query reuses that query's
-pruned reader for a later unfiltered one (too few rows), which is why it is off by default
-and why option-based bounds are the first choice.
+evaluate. In Spark 4.3.0 a DataFrame that ran a filtered query plans its later queries
+with that query's pruned reader and partitions (too few rows; see the strict xfail in
+tests/spark), which is why it is off by default and option-based bounds come first.
 """
 
 from __future__ import annotations

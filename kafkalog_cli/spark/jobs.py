@@ -13,6 +13,7 @@ verify on Spark gives the same findings, in the same order, as the local engine:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
@@ -57,7 +58,8 @@ def encode_payloads(df: Any, payload: str) -> Any:
 def export(spark: Any, paths: Sequence[str], fmt: str, out: str, options: Mapping[str, str],
            *, payload: str = "base64", overwrite: bool = False,
            partition_by: Sequence[str] = ()) -> None:
-    df = load(spark, paths, options)
+    # absolute here: the data source plans on the cluster's driver (a Connect server's cwd)
+    df = load(spark, [os.path.abspath(p) for p in paths], options)
     if fmt == "parquet":  # plain INT64 microseconds, not the deprecated INT96 Spark defaults to
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     if fmt in ("json", "csv"):
@@ -139,13 +141,17 @@ def verify_on_spark(targets: list[Target], f: Findings, opts: CheckOptions, stat
                     verify_file: Callable[[Target, Findings, CheckOptions, Stats], None],
                     master: str | None = None) -> None:
     """`verify --engine spark`: start (or join) a session, run verify(), map Spark errors."""
-    from kafkalog_cli.spark.session import Session, is_spark_error, translate
+    from kafkalog_cli.spark.session import Session, in_process, is_spark_error, translate
 
+    if all(t.kind == "file" for t in targets):  # single files: nothing worth a cluster
+        for t in targets:
+            verify_file(t, f, opts, stats)
+        return
     session = Session(master, app_name="kafkalog verify")
     try:
         with session as spark:
             verify(spark, targets, f, opts, stats, verify_file,
-                   absolute=not session.master.startswith("local"))
+                   absolute=not in_process(session.master))
     except Exception as e:
         if is_spark_error(e):
             raise translate(e, session.log) from None

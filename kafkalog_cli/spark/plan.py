@@ -279,7 +279,6 @@ def cut(s: Split, parts: int) -> list[Split]:
             for a, b in zip([s.start, *cuts], ends, strict=True)]
 
 
-
 # -- mode=check -----------------------------------------------------------------------------
 
 CHECK_GROUP_BYTES = 256 << 20  # without minPartitions, about this much data per check task

@@ -115,8 +115,8 @@ class _Records:
         cols = {
             "key": lambda t: pa.array(self.keys, t),
             "value": lambda t: pa.array(self.values, t),
-            "topic": lambda t: pa.array([split.topic] * n, t),
-            "partition": lambda t: pa.array([split.partition] * n, t),
+            "topic": lambda t: pa.repeat(pa.scalar(split.topic, t), n),
+            "partition": lambda t: pa.repeat(pa.scalar(split.partition, t), n),
             "offset": lambda t: pa.array(self.offsets, t),
             "timestamp": lambda t: _timestamps(self.timestamps, t),
             "timestampType": lambda t: pa.array(self.tstypes, t),
@@ -127,7 +127,7 @@ class _Records:
             "sequence": lambda t: pa.array(self.sequences, t),
             "isTransactional": lambda t: pa.array(self.txn, t),
             "batchBaseOffset": lambda t: pa.array(self.bases, t),
-            "segment": lambda t: pa.array([split.log_path] * n, t),
+            "segment": lambda t: pa.repeat(pa.scalar(split.log_path, t), n),
             "position": lambda t: pa.array(self.positions, t),
         }
         return pa.RecordBatch.from_arrays([cols[f.name](f.type) for f in schema], schema=schema)
@@ -136,7 +136,7 @@ class _Records:
 def _timestamps(ms: list[int], t: pa.DataType) -> pa.Array:
     """Kafka's epoch milliseconds as Spark's microsecond timestamps (-1 stays -1 ms, as a
     consumer's ConsumerRecord.timestamp() -> java.sql.Timestamp gives)."""
-    return pa.array(ms, pa.timestamp("ms", tz=t.tz)).cast(t)
+    return pa.array(ms, pa.int64()).cast(pa.timestamp("ms", tz=t.tz)).cast(t)
 
 
 def _headers_array(counts: list[int], keys: list[str], values: list[bytes | None],

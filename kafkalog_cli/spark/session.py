@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -64,6 +65,16 @@ def is_remote(master: str) -> bool:
     return master.startswith("sc://")
 
 
+def same_machine(master: str) -> bool:
+    """local, local[N] and local-cluster[...]: executors run here, with this interpreter."""
+    return master.startswith("local")
+
+
+def in_process(master: str) -> bool:
+    """local and local[N]: executors share this process's working directory."""
+    return master == "local" or master.startswith("local[")
+
+
 def is_connect(spark: Any) -> bool:
     """True for a Spark Connect session (no SparkContext, no RDDs)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
@@ -109,14 +120,19 @@ def package_zip(dest: Path) -> Path:
     return out
 
 
-def ship_package(spark: Any) -> None:
-    """Make kafkalog_cli importable on the executors of `spark` (classic or Connect)."""
-    # Spark serves the file from this path for as long as the context lives: no cleanup
-    z = str(package_zip(Path(tempfile.mkdtemp(prefix="kafkalog-ship-"))))
+def ship_package(spark: Any) -> Path:
+    """Make kafkalog_cli importable on the executors of `spark` (classic or Connect).
+
+    Returns the temporary dir holding the zip: Spark serves it from there for as long as the
+    context lives, so only whoever stops the context may delete it.
+    """
+    where = Path(tempfile.mkdtemp(prefix="kafkalog-ship-"))
+    z = str(package_zip(where))
     if is_connect(spark):  # no SparkContext there: artifacts instead
         spark.addArtifacts(z, pyfile=True)
     else:
         spark.sparkContext.addPyFile(z)
+    return where
 
 
 def _ship(master: str) -> bool:
@@ -125,7 +141,7 @@ def _ship(master: str) -> bool:
         return True
     if v in ("0", "false", "no"):
         return False
-    return not master.startswith("local")
+    return not same_machine(master)
 
 
 class Session:
@@ -140,6 +156,7 @@ class Session:
         self.log = log_path()
         self.spark: Any = None
         self._started = False
+        self._shipped: Path | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="kafkalog-spark-")
 
     def __enter__(self) -> Any:
@@ -151,16 +168,20 @@ class Session:
         register(self.spark)
         return self.spark
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._started and self.spark is not None:
             self.spark.stop()
+            if exc_type is None and "KAFKALOG_SPARK_LOG" not in os.environ:
+                self.log.unlink(missing_ok=True)  # nothing went wrong: no litter in $TMPDIR
+            if self._shipped is not None:
+                shutil.rmtree(self._shipped, ignore_errors=True)
         self._tmp.cleanup()
 
     def _classic(self) -> Any:
         from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
-        if self.master.startswith("local"):
+        if same_machine(self.master):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("TZ", "UTC")
@@ -176,7 +197,7 @@ class Session:
         else:
             spark = builder.getOrCreate()
         if _ship(self.master):
-            ship_package(spark)
+            self._shipped = ship_package(spark)
         return spark
 
     def _connect(self) -> Any:
@@ -189,8 +210,8 @@ class Session:
             raise SparkUnavailable(f"Spark Connect needs its client libraries ({why}): pip "
                                    "install 'pyspark[connect]' (or pyspark-client)") from None
         self._started = False  # a shared server session: never stop it from here
-        if _ship(self.master):
-            ship_package(spark)
+        if _ship(self.master):  # addArtifacts has uploaded the zip: the local copy can go
+            shutil.rmtree(ship_package(spark), ignore_errors=True)
         return spark
 
 
