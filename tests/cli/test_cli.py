@@ -25,10 +25,13 @@ def test_every_command_has_help(name):
     assert r.text.startswith("Usage: kafkalog " + name)
 
 
-@pytest.mark.parametrize("name", ["dump", "verify", "index-rebuild", "find-by-time", "append",
-                                  "generate", "info"])
-def test_built_commands_show_examples(name):
-    assert "Examples:" in run(name, "--help").text
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_help_has_a_summary_line_and_examples(name):
+    text = run(name, "--help").text
+    summary = " ".join(text.split("\n\n", 2)[1].split())  # the first paragraph, unwrapped
+    assert summary.endswith(".") and "Examples" not in summary  # a summary comes first
+    examples = text.split("Examples:", 1)[1].split("\nOptions:", 1)[0]
+    assert f"kafkalog {name}" in examples  # real invocations, not placeholders
 
 
 @pytest.mark.parametrize("args", [
