@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from kafkalog_cli.commands import options, v07
+from kafkalog_cli.output.console import human_time
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import open_target
@@ -22,7 +23,9 @@ SPECIAL = ("earliest", "latest", "max-timestamp")
 
 def _text(row: dict[str, Any]) -> str:
     off = "-" if row["offset"] is None else row["offset"]
-    return f"{row['topic']}-{row['partition']} {row['timestamp']} {off}"
+    ts = row["timestamp"]
+    when = f" ({human_time(ts)})" if isinstance(ts, int) and ts >= 0 else ""
+    return f"{row['topic']}-{row['partition']} {ts}{when} {off}"
 
 
 @click.command("find-by-time", epilog="Exit codes: 0 done (an offset of null means no record "
@@ -31,7 +34,7 @@ def _text(row: dict[str, Any]) -> str:
 @click.option("--timestamp", "-t", "when", required=True, metavar="T",
               help="Epoch ms, ISO-8601 with a zone, or earliest / latest / max-timestamp.")
 @click.option("--topic", "topics", multiple=True, help="Only these topics (repeatable).")
-@options.format_option(default="text")
+@options.format_option(default="auto")
 def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str) -> int:
     """Find the earliest offset whose timestamp is at or after T, as a broker answers
     ListOffsets (time index, then offset index, then a scan of the batches).

@@ -21,7 +21,7 @@ def _ts(ms: int | None) -> str:
 
 @click.command("info", epilog="Exit codes: 0 done, 8 operational error, 16 usage error.")
 @options.paths_argument
-@options.format_option(default="table", choices=("table", "text", "json"))
+@options.format_option(default="auto", choices=("table", "text", "json"))
 def command(paths: tuple[str, ...], fmt: str) -> int:
     """A one-screen overview of log dirs: partitions, offsets, checkpoints, sizes, time ranges,
     codecs, clean-shutdown and lock state, leftover files.

@@ -43,8 +43,21 @@ class TimeType(click.ParamType):
 
 
 def format_option(default: str = "text", choices: tuple[str, ...] = FORMATS) -> Callable[[F], F]:
+    """--format; default "auto" means a table on a terminal and plain text in a pipe."""
+    if default == "auto":
+        choices = ("auto", *choices)
     return click.option("--format", "fmt", type=click.Choice(choices), default=default,
-                        show_default=True, help="Output format.")
+                        show_default=True, callback=_resolve_auto,
+                        help="Output format" + (" (auto: a table on a terminal, text when "
+                                                "piped)." if default == "auto" else "."))
+
+
+def _resolve_auto(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if value != "auto":
+        return value
+    import sys
+
+    return "table" if sys.stdout.isatty() else "text"
 
 
 def payload_option(f: F) -> F:
