@@ -2,10 +2,58 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import click
 
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.output.console import note
+from kafkalog_cli.output.console import settings, note
+
+
+@contextmanager
+def _task_progress(spark: Any) -> Iterator[None]:
+    """A progress bar of finished Spark tasks, on a terminal only (the status tracker is a
+    driver-side API: with Spark Connect there is none, and no bar)."""
+    import sys
+
+    if settings.quiet or not sys.stderr.isatty():
+        yield
+        return
+    try:
+        tracker = spark.sparkContext.statusTracker()
+    except Exception:  # Spark Connect has no SparkContext
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    console = Console(file=sys.stderr, markup=False, highlight=False, emoji=False)
+    stop = threading.Event()
+    with Progress(TextColumn("export"), BarColumn(), MofNCompleteColumn(), console=console,
+                  transient=True) as bar:
+        task = bar.add_task("export", total=None)
+
+        def poll() -> None:
+            while not stop.wait(0.3):
+                done = total = 0
+                for sid in tracker.getActiveStageIds():
+                    info = tracker.getStageInfo(sid)
+                    if info is not None:
+                        done += info.numCompletedTasks
+                        total += info.numTasks
+                if total:
+                    bar.update(task, completed=done, total=total)
+
+        t = threading.Thread(target=poll, daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            t.join(timeout=2)
 
 
 def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -74,7 +122,7 @@ def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,
     cols = tuple(c.strip() for c in partition_by.split(",") if c.strip()) if partition_by else ()
     session = Session(master, app_name="kafkalog export")
     try:
-        with session as spark:
+        with session as spark, _task_progress(spark):
             export(spark, list(paths), fmt, out, options, payload=payload,
                    overwrite=overwrite, partition_by=cols)
     except Exception as e:
