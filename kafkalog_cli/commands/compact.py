@@ -116,11 +116,7 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
     entry: dict[str, Any] = {"partition": str(part.path), "rounds": []}
     for _ in range(max_rounds):
         state, aborted = replay(part)
-        from kafkalog_cli.storage.timelookup import log_end_offset
-
-        leo = log_end_offset(part)
-        hw = leo if hw_cp is None else min(hw_cp, leo)
-        rng = cleanable_range(part, ckpt, log_start, hw, state, now, cfg)
+        rng = cleanable_range(part, ckpt, log_start, hw_cp, state, now, cfg)
         entry.setdefault("firstDirtyOffset", rng.first_dirty)
         entry.setdefault("dirtyRatio", round(rng.ratio, 4))
         entry["firstUncleanableOffset"] = rng.first_uncleanable

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -257,7 +259,7 @@ def _jbool(v: bool) -> str:
     return "true" if v else "false"
 
 
-def text_line(row: Row) -> str | None:
+def text_line(row: Row, print_data: bool = False) -> str | None:
     """kafka-dump-log's line shapes, so existing greps keep working."""
     kind = row["kind"]
     if kind == "batch":
@@ -276,7 +278,7 @@ def text_line(row: Row) -> str | None:
                 f"isTransactional: {_jbool(row['isTransactional'])} isControl: "
                 f"{_jbool(row['isControl'])} deleteHorizonMs: {horizon} {tail}")
     if kind == "record":
-        return _record_text(row)
+        return _record_text(row, print_data)
     if kind == "index-entry":
         return f"offset: {row['offset']} position: {row['position']}"
     if kind == "timeindex-entry":
@@ -300,10 +302,7 @@ def text_line(row: Row) -> str | None:
     return None
 
 
-_PRINT_DATA = False
-
-
-def _record_text(row: Row) -> str:
+def _record_text(row: Row, print_data: bool) -> str:
     key, value = row["key"], row["value"]
     parts = [f"| offset: {row['offset']} {row['timestampType']}: {row['timestamp']} "
              f"keySize: {row['keySize']} valueSize: {row['valueSize']}"]
@@ -321,9 +320,9 @@ def _record_text(row: Row) -> str:
                          f"{control.get('coordinatorEpoch')}")
         else:
             parts.append(f" controlType: {control.get('type')}({control.get('typeId')})")
-    elif _PRINT_DATA and "decoded" in row:
+    elif print_data and "decoded" in row:
         parts.append(decoding.data_text(row["decoded"], row["offset"]))
-    elif _PRINT_DATA:
+    elif print_data:
         if key is not None:
             parts.append(f" key: {key}")
         if value is not None:
@@ -369,13 +368,11 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
       kafkalog dump orders-0 --records --from-offset 1000 --to-offset 1010
       kafkalog dump /var/lib/kafka/__consumer_offsets-12 --print-data
     """
-    global _PRINT_DATA
     print_data = print_data or decode not in ("auto", "none")  # as kafka-dump-log's decoders
-    _PRINT_DATA = print_data
     records = with_records or print_data or key_filter is not None
     filters = Filters(from_offset, to_offset, from_time, to_time,
                       None if key_filter is None else key_filter.encode(), producer_id, only)
-    out = make_renderer(fmt, text_line)
+    out = make_renderer(fmt, functools.partial(text_line, print_data=print_data))
     d = Dumper(out, records, not (no_batches and records), payload_encoder(payload), filters,
                max_decompressed_bytes)
     d.sizes = fmt == "text"

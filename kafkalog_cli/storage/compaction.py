@@ -101,11 +101,13 @@ def replay(part: PartitionDir) -> tuple[ProducerState, list[ie.AbortedTxn]]:
 
 
 def cleanable_range(part: PartitionDir, checkpoint: int | None, log_start: int,
-                    high_watermark: int, state: ProducerState, now: int,
+                    high_watermark: int | None, state: ProducerState, now: int,
                     cfg: CleanerConfig) -> CleanRange:
+    """`high_watermark` None means the log end (a quiesced copy with no checkpoint)."""
     segs = part.segments
     leo = log_end_offset(segs)
     leo = leo if leo is not None else segs[-1].base_offset
+    high_watermark = leo if high_watermark is None else min(high_watermark, leo)
     reset = False
     ckpt = log_start if checkpoint is None else checkpoint
     if ckpt < log_start or ckpt > leo:
