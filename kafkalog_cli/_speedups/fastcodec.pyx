@@ -223,67 +223,164 @@ cdef inline bint _add_overflows(int64_t a, int64_t b) noexcept nogil:
     return (b > 0 and a > I64_MAX - b) or (b < 0 and a < I64_MIN - b)
 
 
-# --- decoding ----------------------------------------------------------------------------
+# --- one record's layout -------------------------------------------------------------------
+# _parse_record checks a record against every rule of the pure decoder, in its order, and
+# notes where its parts are; the two consumers below (Record objects, Arrow columns) then
+# read those parts without checking again.
 
-cdef object _headers(const unsigned char *p, int64_t end, int64_t *ppos, int64_t rec_end,
-                     Err *err):
-    """_decode_headers; returns None with err set on malformed input."""
+cdef struct Rec:
+    long attributes
+    int64_t ts_delta
+    int32_t offset_delta
+    int64_t kpos
+    int32_t klen      # -1: null key
+    int64_t vpos
+    int32_t vlen      # -1: null value
+    int64_t hpos      # the first header, just past the header count
+    int32_t hcount
+
+
+cdef inline int _fail(Err *err, int code, int64_t pos, int64_t value) noexcept:
+    err.code = code
+    err.pos = pos
+    err.value = value
+    return code
+
+
+cdef inline bint _utf8_ok(const unsigned char *s, int32_t n):
+    """Strict UTF-8, as the pure decoder's str(..., "utf-8"); ASCII needs no decoder."""
+    cdef int32_t i
+    for i in range(n):
+        if s[i] >= 0x80:
+            try:
+                PyUnicode_DecodeUTF8(<const char *>s, n, NULL)
+            except UnicodeDecodeError:
+                return False
+            return True
+    return True
+
+
+cdef int _check_headers(const unsigned char *p, int64_t end, int64_t *ppos, int64_t rec_end,
+                        Rec *r, Err *err) except -1:
+    """_decode_headers' checks, building nothing."""
     cdef int64_t pos = ppos[0]
     cdef int64_t kstart
     cdef int32_t n, klen, vlen
     cdef int rc
     cdef Py_ssize_t j
-    cdef list hs
-    cdef object hkey, hval
-    cdef tuple pair
     rc = _varint(p, end, &pos, &n, E_VARINT_PAST)
     if rc:
-        err.code = rc
-        err.pos = pos
-        return None
+        return _fail(err, rc, pos, 0)
     if n < 0 or n > rec_end - pos:
-        err.code = E_HEADER_COUNT
-        err.pos = pos
-        err.value = n
-        return None
-    hs = PyList_New(n)
+        return _fail(err, E_HEADER_COUNT, pos, n)
+    r.hpos = pos
+    r.hcount = n
     for j in range(n):
         rc = _varint(p, end, &pos, &klen, E_VARINT_PAST)
         if rc:
-            err.code = rc
-            err.pos = pos
-            return None
+            return _fail(err, rc, pos, 0)
         if klen < 0:
-            err.code = E_HEADER_KEY_NULL
-            err.pos = pos
-            return None
+            return _fail(err, E_HEADER_KEY_NULL, pos, 0)
         kstart = pos
         pos += klen
         # the pure slice is clamped, the value length read right after it then fails
         rc = _varint(p, end, &pos, &vlen, E_VARINT_PAST)
         if rc:
-            err.code = rc
-            err.pos = pos
-            return None
+            return _fail(err, rc, pos, 0)
         if vlen >= 0:
             pos += vlen
-            if pos > rec_end:
-                err.code = E_HEADER_PAST
-                err.pos = pos
-                return None
-            hval = PyBytes_FromStringAndSize(<const char *>p + pos - vlen, vlen)
+        if pos > rec_end:
+            return _fail(err, E_HEADER_PAST, pos, 0)
+        if not _utf8_ok(p + kstart, klen):  # in range: it ends before the value length
+            return _fail(err, E_HEADER_KEY_UTF8, pos, 0)
+    ppos[0] = pos
+    return 0
+
+
+cdef int _parse_record(const unsigned char *p, int64_t end, int64_t *ppos, Rec *r,
+                       Err *err) except -1:
+    """One record of the section at ppos: 0 and ppos moved past it, or the error code."""
+    cdef int64_t pos = ppos[0]
+    cdef int64_t rec_end
+    cdef int32_t length
+    cdef int rc
+    rc = _varint(p, end, &pos, &length, E_PREMATURE)
+    if rc:
+        return _fail(err, rc, pos, 0)
+    rec_end = pos + length
+    if length < 0 or rec_end > end:
+        return _fail(err, E_REC_LENGTH, pos, length)
+    if pos >= end:
+        return _fail(err, E_PREMATURE, pos, 0)
+    r.attributes = p[pos]
+    pos += 1
+    rc = _varlong(p, end, &pos, &r.ts_delta)
+    if rc:
+        return _fail(err, rc, pos, 0)
+    rc = _varint(p, end, &pos, &r.offset_delta, E_PREMATURE)
+    if rc:
+        return _fail(err, rc, pos, 0)
+    rc = _varint(p, end, &pos, &r.klen, E_PREMATURE)
+    if rc:
+        return _fail(err, rc, pos, 0)
+    if r.klen >= 0:
+        if r.klen >= end - pos:  # the value length byte after the key is past the end
+            return _fail(err, E_PREMATURE, pos + r.klen, 0)
+        r.kpos = pos
+        pos += r.klen
+    rc = _varint(p, end, &pos, &r.vlen, E_PREMATURE)
+    if rc:
+        return _fail(err, rc, pos, 0)
+    if r.vlen >= 0:
+        if r.vlen >= end - pos:  # the header count byte after the value is past the end
+            return _fail(err, E_PREMATURE, pos + r.vlen, 0)
+        r.vpos = pos
+        pos += r.vlen
+    if pos >= end:
+        return _fail(err, E_PREMATURE, pos, 0)
+    if p[pos] == 0:
+        pos += 1
+        r.hpos = pos
+        r.hcount = 0
+    else:
+        rc = _check_headers(p, end, &pos, rec_end, r, err)
+        if rc:
+            return rc
+    if pos != rec_end:
+        return _fail(err, E_STRUCTURE, pos, 0)
+    ppos[0] = pos
+    return 0
+
+
+cdef inline int64_t _sequence(int64_t base_sequence, int32_t delta) noexcept nogil:
+    """increment_sequence: -1 stays -1, and it wraps at Integer.MAX_VALUE."""
+    if base_sequence < 0:
+        return -1
+    if base_sequence > INT32_MAX_ - delta:
+        return (base_sequence - INT32_MAX_ - 1) + delta
+    return base_sequence + delta
+
+
+# --- records as objects ----------------------------------------------------------------------
+
+cdef list _header_list(const unsigned char *p, int64_t end, Rec *r):
+    """The headers _check_headers accepted, as [(str, bytes | None)]."""
+    cdef int64_t pos = r.hpos
+    cdef int32_t klen, vlen
+    cdef Py_ssize_t j
+    cdef list hs = PyList_New(r.hcount)
+    cdef object hkey, hval
+    cdef tuple pair
+    for j in range(r.hcount):
+        _varint(p, end, &pos, &klen, E_PREMATURE)
+        hkey = PyUnicode_DecodeUTF8(<const char *>p + pos, klen, NULL)
+        pos += klen
+        _varint(p, end, &pos, &vlen, E_PREMATURE)
+        if vlen >= 0:
+            hval = PyBytes_FromStringAndSize(<const char *>p + pos, vlen)
+            pos += vlen
         else:
-            if pos > rec_end:
-                err.code = E_HEADER_PAST
-                err.pos = pos
-                return None
             hval = None
-        try:
-            hkey = PyUnicode_DecodeUTF8(<const char *>p + kstart, klen, NULL)
-        except UnicodeDecodeError:
-            err.code = E_HEADER_KEY_UTF8
-            err.pos = pos
-            return None
         pair = PyTuple_New(2)
         Py_INCREF(hkey)
         PyTuple_SET_ITEM(pair, 0, hkey)
@@ -294,7 +391,6 @@ cdef object _headers(const unsigned char *p, int64_t end, int64_t *ppos, int64_t
         PyObject_GC_UnTrack(pair)
         Py_INCREF(pair)
         PyList_SET_ITEM(hs, j, pair)
-    ppos[0] = pos
     return hs
 
 
@@ -304,10 +400,7 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef int64_t end = PyBytes_GET_SIZE(data)
     cdef int64_t pos = 0
-    cdef int64_t rec_end, ts_delta, seq
-    cdef int32_t length, offset_delta, klen, vlen
-    cdef long attributes
-    cdef int rc
+    cdef Rec r
     cdef Py_ssize_t i, n_alloc
     cdef bint fast = _fast_record
     cdef bint untrack = _untrack_records
@@ -323,95 +416,30 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
         n_alloc = 0
     out = PyList_New(n_alloc)
     for i in range(count):
-        rc = _varint(p, end, &pos, &length, E_PREMATURE)
-        if rc:
-            err.code = rc
-            err.pos = pos
+        if _parse_record(p, end, &pos, &r, err):
             return None
-        rec_end = pos + length
-        if length < 0 or rec_end > end:
-            err.code = E_REC_LENGTH
-            err.pos = pos
-            err.value = length
-            return None
-        if pos >= end:
-            err.code = E_PREMATURE
-            err.pos = pos
-            return None
-        attributes = p[pos]
-        pos += 1
-        rc = _varlong(p, end, &pos, &ts_delta)
-        if rc:
-            err.code = rc
-            err.pos = pos
-            return None
-        rc = _varint(p, end, &pos, &offset_delta, E_PREMATURE)
-        if rc:
-            err.code = rc
-            err.pos = pos
-            return None
-        rc = _varint(p, end, &pos, &klen, E_PREMATURE)
-        if rc:
-            err.code = rc
-            err.pos = pos
-            return None
-        if klen >= 0:
-            if klen >= end - pos:  # the value length byte after the key is past the end
-                err.code = E_PREMATURE
-                err.pos = pos + klen
-                return None
-            key = PyBytes_FromStringAndSize(<const char *>p + pos, klen)
-            pos += klen
+        if r.klen >= 0:
+            key = PyBytes_FromStringAndSize(<const char *>p + r.kpos, r.klen)
         else:
             key = None
-        rc = _varint(p, end, &pos, &vlen, E_PREMATURE)
-        if rc:
-            err.code = rc
-            err.pos = pos
-            return None
-        if vlen >= 0:
-            if vlen >= end - pos:  # the header count byte after the value is past the end
-                err.code = E_PREMATURE
-                err.pos = pos + vlen
-                return None
-            value = PyBytes_FromStringAndSize(<const char *>p + pos, vlen)
-            pos += vlen
+        if r.vlen >= 0:
+            value = PyBytes_FromStringAndSize(<const char *>p + r.vpos, r.vlen)
         else:
             value = None
-        if pos >= end:
-            err.code = E_PREMATURE
-            err.pos = pos
-            return None
-        if p[pos] == 0:
-            headers = PyList_New(0)
-            pos += 1
-        else:
-            headers = _headers(p, end, &pos, rec_end, err)
-            if headers is None:
-                return None
-        if pos != rec_end:
-            err.code = E_STRUCTURE
-            err.pos = pos
-            return None
+        headers = PyList_New(0) if r.hcount == 0 else _header_list(p, end, &r)
 
-        if base_sequence < 0:
-            seq_obj = minus_one
-        else:  # increment_sequence: wraps at Integer.MAX_VALUE
-            if base_sequence > INT32_MAX_ - offset_delta:
-                seq = (base_sequence - INT32_MAX_ - 1) + offset_delta
-            else:
-                seq = base_sequence + offset_delta
-            seq_obj = PyLong_FromLongLong(seq)
-        if _add_overflows(base_offset, offset_delta):
-            offset_obj = base_offset_obj + offset_delta
+        seq_obj = minus_one if base_sequence < 0 else \
+            PyLong_FromLongLong(_sequence(base_sequence, r.offset_delta))
+        if _add_overflows(base_offset, r.offset_delta):
+            offset_obj = base_offset_obj + r.offset_delta
         else:
-            offset_obj = PyLong_FromLongLong(base_offset + offset_delta)
+            offset_obj = PyLong_FromLongLong(base_offset + r.offset_delta)
         if not lat_none:
             ts_obj = log_append_time
-        elif _add_overflows(base_timestamp, ts_delta):
-            ts_obj = base_timestamp_obj + ts_delta
+        elif _add_overflows(base_timestamp, r.ts_delta):
+            ts_obj = base_timestamp_obj + r.ts_delta
         else:
-            ts_obj = PyLong_FromLongLong(base_timestamp + ts_delta)
+            ts_obj = PyLong_FromLongLong(base_timestamp + r.ts_delta)
 
         if fast:
             rec = kl_alloc(_Record)
@@ -421,22 +449,20 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
             kl_set_slot(rec, _off_value, value)
             kl_set_slot(rec, _off_headers, headers)
             kl_set_slot(rec, _off_sequence, seq_obj)
-            kl_set_slot(rec, _off_attributes, PyLong_FromLong(attributes))
+            kl_set_slot(rec, _off_attributes, PyLong_FromLong(r.attributes))
             kl_set_slot(rec, _off_crc, None)
             if untrack:
                 PyObject_GC_UnTrack(rec)
                 PyObject_GC_UnTrack(headers)
         else:
             rec = _Record(offset_obj, ts_obj, key, value, headers, seq_obj,
-                          PyLong_FromLong(attributes))
+                          PyLong_FromLong(r.attributes))
         if i >= n_alloc:  # unreachable (see n_alloc), kept as a memory-safety guard
             raise AssertionError("record count bookkeeping")
         Py_INCREF(rec)
         PyList_SET_ITEM(out, i, rec)
     if pos != end:
-        err.code = E_TRAILING
-        err.pos = pos
-        err.value = end - pos
+        _fail(err, E_TRAILING, pos, end - pos)
         return None
     return out
 
@@ -584,7 +610,7 @@ def utf8_visible(data):
 # spaces, the same escapes) straight from the decoded records of a batch.
 
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from libc.stdio cimport snprintf
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
@@ -809,3 +835,305 @@ def records_jsonl(list records, bytes prefix, bytes timestamp_type, int mode):
         return PyBytes_FromStringAndSize(b.p, b.n)
     finally:
         free(b.p)
+
+
+# -- records as Arrow columns ---------------------------------------------------------------
+# The Spark data source's hot loop: v2 records go from the records section straight into
+# Arrow buffers, no Python object per record. kafkalog_cli/spark/rows.py assembles the
+# arrays (this module does not import pyarrow) and keeps the pure-Python twin it is tested
+# against.
+
+cdef enum:  # the buffers of a RecordColumns, by index
+    C_OFFSET, C_TS, C_TS_VALID, C_KEY_VALID, C_KEY_OFFS, C_KEY_DATA, C_VAL_VALID, C_VAL_OFFS,
+    C_VAL_DATA, C_SEQ, C_TSTYPE, C_EPOCH, C_EPOCH_VALID, C_PID, C_PEPOCH, C_TXN, C_BASE, C_POS,
+    C_H_OFFS, C_HK_OFFS, C_HK_DATA, C_HV_VALID, C_HV_OFFS, C_HV_DATA, C_COUNT
+
+# name of each buffer in take()'s result; valid(ity) buffers hold one byte per value here and
+# leave as Arrow bitmaps (None when nothing is null)
+_COLUMN_BUFFERS = ("offset", "timestamp", "timestamp_valid", "key_valid", "key_offsets",
+                   "key_data", "value_valid", "value_offsets", "value_data", "sequence",
+                   "timestampType", "leaderEpoch", "leaderEpoch_valid", "producerId",
+                   "producerEpoch", "isTransactional", "batchBaseOffset", "position",
+                   "headers_offsets", "hkey_offsets", "hkey_data", "hvalue_valid",
+                   "hvalue_offsets", "hvalue_data")
+_BITMAPS = frozenset({"timestamp_valid", "key_valid", "value_valid", "leaderEpoch_valid",
+                      "hvalue_valid", "isTransactional"})
+
+cdef int64_t _US_LIMIT = 9223372036854775  # |ms| beyond this has no microsecond timestamp
+cdef int64_t _BINARY_LIMIT = 2147483647  # Arrow binary: int32 offsets
+_OFFSET_OVERFLOW = "record offset does not fit a long"
+
+
+cdef inline int _put8(Buf* b, int64_t v) except -1:
+    return _put(b, <const char*>&v, 8)
+
+
+cdef inline int _put4(Buf* b, int32_t v) except -1:
+    return _put(b, <const char*>&v, 4)
+
+
+cdef inline int _put1(Buf* b, unsigned char v) except -1:
+    return _put(b, <const char*>&v, 1)
+
+
+cdef int _put_offset(Buf* offs, Buf* data) except -1:
+    """Close one binary value: its end offset (Arrow binary has int32 offsets)."""
+    if data.n > _BINARY_LIMIT:
+        raise CorruptBatch("records inflate past what one Arrow batch can hold")
+    return _put4(offs, <int32_t>data.n)
+
+
+cdef int _put_binary(Buf* valid, Buf* offs, Buf* data, const char* s, int64_t n) except -1:
+    """One binary value (n < 0: null)."""
+    if n >= 0:
+        _put(data, s, n)
+    _put1(valid, n >= 0)
+    return _put_offset(offs, data)
+
+
+cdef bytes _bitmap(Buf* b):
+    """One byte per value (0 or 1) as an Arrow bitmap, or None when every byte is 1."""
+    cdef Py_ssize_t i, n = b.n
+    cdef bytes out
+    cdef unsigned char* q
+    cdef const unsigned char* s = <const unsigned char*>b.p
+    for i in range(n):
+        if not s[i]:
+            break
+    else:
+        return None
+    out = PyBytes_FromStringAndSize(NULL, (n + 7) // 8)
+    q = <unsigned char*>PyBytes_AS_STRING(out)
+    memset(q, 0, (n + 7) // 8)
+    for i in range(n):
+        if s[i]:
+            q[i >> 3] |= <unsigned char>(1 << (i & 7))
+    return out
+
+
+cdef class RecordColumns:
+    """Rows of the data source's records schema, gathered column by column.
+
+    add_v2 takes a v2 records section (inflated) with its batch's header fields; add_records
+    takes decoded Record objects (legacy messages). A batch goes in whole or not at all: a
+    malformed record raises the CorruptBatch decode_records would raise and leaves the columns
+    as they were. take() hands the buffers over and starts afresh.
+    """
+    cdef Buf b[C_COUNT]
+    cdef readonly Py_ssize_t rows
+    cdef Py_ssize_t nheaders
+
+    def __cinit__(self):
+        cdef int i
+        for i in range(C_COUNT):
+            self.b[i].p = NULL
+            self.b[i].n = 0
+            self.b[i].cap = 0
+        self._start()
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(C_COUNT):
+            free(self.b[i].p)
+            self.b[i].p = NULL
+
+    cdef int _start(self) except -1:
+        cdef int i
+        for i in range(C_COUNT):
+            self.b[i].n = 0
+        self.rows = 0
+        self.nheaders = 0
+        for i in (C_KEY_OFFS, C_VAL_OFFS, C_H_OFFS, C_HK_OFFS, C_HV_OFFS):
+            _put4(&self.b[i], 0)
+        return 0
+
+    @property
+    def data_bytes(self):
+        """Payload bytes held (keys, values, header keys and values)."""
+        return (self.b[C_KEY_DATA].n + self.b[C_VAL_DATA].n + self.b[C_HK_DATA].n
+                + self.b[C_HV_DATA].n)
+
+    cdef int _batch_fields(self, int32_t tstype, int32_t epoch, int64_t pid, int32_t pepoch,
+                           bint txn, int64_t base, int64_t position) except -1:
+        """The batch's own values, repeated on each of its rows."""
+        _put4(&self.b[C_TSTYPE], tstype)
+        _put4(&self.b[C_EPOCH], epoch if epoch >= 0 else 0)
+        _put1(&self.b[C_EPOCH_VALID], epoch >= 0)
+        _put8(&self.b[C_PID], pid)
+        _put4(&self.b[C_PEPOCH], pepoch)
+        _put1(&self.b[C_TXN], txn)
+        _put8(&self.b[C_BASE], base)
+        _put8(&self.b[C_POS], position)
+        return 0
+
+    cdef int _timestamp(self, int64_t ms, bint valid) except -1:
+        """Kafka's epoch ms as Spark's µs (null when it has no µs value: Long overflow)."""
+        valid = valid and -_US_LIMIT <= ms <= _US_LIMIT
+        _put8(&self.b[C_TS], ms * 1000 if valid else 0)
+        return _put1(&self.b[C_TS_VALID], valid)
+
+    cdef int _header(self, const char* k, int64_t klen, const char* v, int64_t vlen) except -1:
+        _put(&self.b[C_HK_DATA], k, klen)
+        _put_offset(&self.b[C_HK_OFFS], &self.b[C_HK_DATA])
+        _put_binary(&self.b[C_HV_VALID], &self.b[C_HV_OFFS], &self.b[C_HV_DATA], v, vlen)
+        self.nheaders += 1
+        return 0
+
+    cdef int _end_row(self) except -1:
+        if self.nheaders > _BINARY_LIMIT:
+            raise CorruptBatch("records inflate past what one Arrow batch can hold")
+        _put4(&self.b[C_H_OFFS], <int32_t>self.nheaders)
+        self.rows += 1
+        return 0
+
+    cdef void _rollback(self, Py_ssize_t* marks, Py_ssize_t rows, Py_ssize_t nheaders):
+        cdef int i
+        for i in range(C_COUNT):
+            self.b[i].n = marks[i]
+        self.rows = rows
+        self.nheaders = nheaders
+
+    def add_v2(self, bytes data, Py_ssize_t count, int64_t base_offset, int64_t base_timestamp,
+               int64_t base_sequence, object log_append_time, object lo, object until,
+               int32_t timestamp_type, int32_t leader_epoch, int64_t producer_id,
+               int32_t producer_epoch, bint transactional, int64_t position):
+        """Decode `count` records (RecordBatch.records() rules) and keep those with
+        lo <= offset < until (None: unbounded). Returns how many were kept."""
+        cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
+        cdef int64_t end = PyBytes_GET_SIZE(data)
+        cdef int64_t pos = 0, hpos, kpos, offset
+        cdef int64_t c_lo = I64_MIN if lo is None else lo
+        cdef int64_t c_until = I64_MAX if until is None else until
+        cdef bint bounded = until is not None
+        cdef bint lat = log_append_time is not None
+        cdef bint overflow = False
+        cdef int64_t lat_ms = log_append_time if lat else 0
+        cdef Rec r
+        cdef Err err
+        cdef Py_ssize_t i, j, marks[C_COUNT]
+        cdef Py_ssize_t rows0 = self.rows, nheaders0 = self.nheaders
+        cdef int32_t klen, vlen
+        if count <= 0:  # RecordBatch.records() checks the count before decoding
+            return 0
+        for i in range(C_COUNT):
+            marks[i] = self.b[i].n
+        err.code = 0
+        err.pos = 0
+        err.value = 0
+        try:
+            for i in range(count):
+                if _parse_record(p, end, &pos, &r, &err):
+                    break
+                if _add_overflows(base_offset, r.offset_delta):
+                    # kept by the bounds? then the batch fails, after the decoding checks
+                    if (not bounded) if r.offset_delta > 0 else (lo is None):
+                        overflow = True
+                    continue
+                offset = base_offset + r.offset_delta
+                if offset < c_lo or (bounded and offset >= c_until):
+                    continue
+                _put8(&self.b[C_OFFSET], offset)
+                if lat:
+                    self._timestamp(lat_ms, True)
+                elif _add_overflows(base_timestamp, r.ts_delta):
+                    self._timestamp(0, False)
+                else:
+                    self._timestamp(base_timestamp + r.ts_delta, True)
+                _put_binary(&self.b[C_KEY_VALID], &self.b[C_KEY_OFFS], &self.b[C_KEY_DATA],
+                            <const char*>p + r.kpos, r.klen)
+                _put_binary(&self.b[C_VAL_VALID], &self.b[C_VAL_OFFS], &self.b[C_VAL_DATA],
+                            <const char*>p + r.vpos, r.vlen)
+                _put4(&self.b[C_SEQ], <int32_t>_sequence(base_sequence, r.offset_delta))
+                hpos = r.hpos
+                for j in range(r.hcount):  # checked by _parse_record
+                    _varint(p, end, &hpos, &klen, E_PREMATURE)
+                    kpos = hpos
+                    hpos += klen
+                    _varint(p, end, &hpos, &vlen, E_PREMATURE)
+                    self._header(<const char*>p + kpos, klen, <const char*>p + hpos, vlen)
+                    if vlen > 0:
+                        hpos += vlen
+                self._batch_fields(timestamp_type, leader_epoch, producer_id, producer_epoch,
+                                   transactional, base_offset, position)
+                self._end_row()
+            else:
+                if pos != end:
+                    _fail(&err, E_TRAILING, pos, end - pos)
+            if err.code:
+                _raise(&err)
+            if overflow:
+                raise CorruptBatch(_OFFSET_OVERFLOW)
+        except BaseException:
+            self._rollback(marks, rows0, nheaders0)
+            raise
+        return self.rows - rows0
+
+    def add_records(self, list records, object lo, object until, int32_t timestamp_type,
+                    int32_t leader_epoch, int64_t producer_id, int32_t producer_epoch,
+                    bint transactional, int64_t base_offset, int64_t position):
+        """Decoded records (legacy messages, or anything add_v2 does not take), same rules."""
+        cdef Py_ssize_t i, marks[C_COUNT]
+        cdef Py_ssize_t rows0 = self.rows, nheaders0 = self.nheaders
+        cdef int64_t offset
+        cdef bytes k, v
+        for i in range(C_COUNT):
+            marks[i] = self.b[i].n
+        try:
+            for r in records:
+                offset = r.offset
+                if (lo is not None and offset < lo) or (until is not None and offset >= until):
+                    continue
+                _put8(&self.b[C_OFFSET], offset)
+                ms_obj = r.timestamp
+                if -_US_LIMIT <= ms_obj <= _US_LIMIT:
+                    self._timestamp(ms_obj, True)
+                else:
+                    self._timestamp(0, False)
+                k = r.key
+                v = r.value
+                _put_binary(&self.b[C_KEY_VALID], &self.b[C_KEY_OFFS], &self.b[C_KEY_DATA],
+                            NULL if k is None else PyBytes_AS_STRING(k),
+                            -1 if k is None else PyBytes_GET_SIZE(k))
+                _put_binary(&self.b[C_VAL_VALID], &self.b[C_VAL_OFFS], &self.b[C_VAL_DATA],
+                            NULL if v is None else PyBytes_AS_STRING(v),
+                            -1 if v is None else PyBytes_GET_SIZE(v))
+                _put4(&self.b[C_SEQ], r.sequence)
+                for hk, hv in r.headers:
+                    kb = (<str>hk).encode("utf-8")
+                    v = hv
+                    self._header(PyBytes_AS_STRING(kb), PyBytes_GET_SIZE(kb),
+                                 NULL if v is None else PyBytes_AS_STRING(v),
+                                 -1 if v is None else PyBytes_GET_SIZE(v))
+                self._batch_fields(timestamp_type, leader_epoch, producer_id, producer_epoch,
+                                   transactional, base_offset, position)
+                self._end_row()
+        except OverflowError:  # an offset past a long
+            self._rollback(marks, rows0, nheaders0)
+            raise CorruptBatch(_OFFSET_OVERFLOW) from None
+        except BaseException:
+            self._rollback(marks, rows0, nheaders0)
+            raise
+        return self.rows - rows0
+
+    def take(self):
+        """{buffer name: bytes (bitmaps: bytes or None)} and the row and header counts; the
+        columns start empty again."""
+        cdef int i
+        out = {}
+        for i in range(C_COUNT):
+            name = _COLUMN_BUFFERS[i]
+            if name in _BITMAPS:
+                out[name] = _bitmap(&self.b[i])
+            else:
+                out[name] = PyBytes_FromStringAndSize(self.b[i].p, self.b[i].n)
+        if out["isTransactional"] is None:  # a boolean column's data is the bitmap itself
+            out["isTransactional"] = _bitmap_all_set(self.rows)
+        rows, headers = self.rows, self.nheaders
+        self._start()
+        return out, rows, headers
+
+
+cdef bytes _bitmap_all_set(Py_ssize_t n):
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, (n + 7) // 8)
+    memset(PyBytes_AS_STRING(out), 0xFF, (n + 7) // 8)
+    return out

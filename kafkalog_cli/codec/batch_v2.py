@@ -120,15 +120,23 @@ class RecordBatch:
             return bytes(body)
         return codecs.decompress(codec, body, max_size=max_decompressed)
 
-    def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
+    def records_section(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+                        ) -> tuple[bytes, int | None]:
+        """What decode_records takes: the inflated records section (empty when the batch
+        has no records) and the LogAppendTime every record carries, if any."""
         if self.count == 0:
-            return []
+            return b"", None
         if self.count < 0:
             raise CorruptBatch(f"negative record count {self.count}")
         data = self.records_bytes(max_decompressed)
         if self.count > len(data):  # every record takes at least one byte
             raise CorruptBatch(f"record count {self.count} exceeds the records section size")
-        lat = self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
+        return data, self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
+
+    def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
+        data, lat = self.records_section(max_decompressed)
+        if not self.count:
+            return []
         return decode_records(data, self.count, self.base_offset, self.base_timestamp,
                               self.base_sequence, lat)
 

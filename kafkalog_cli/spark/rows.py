@@ -15,7 +15,8 @@ Every column is built to the declared Arrow schema exactly (Spark rejects any ot
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from itertools import accumulate
 from operator import attrgetter
 from pathlib import Path
@@ -23,15 +24,23 @@ from pathlib import Path
 import pyarrow as pa
 
 from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.batch_v2 import RecordBatch
 from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.errors import CorruptBatch, CorruptDataError
 from kafkalog_cli.spark.plan import Split
 from kafkalog_cli.storage.segment import iter_batches
 
 TAIL_DAMAGE = ("torn-tail", "zero-tail", "garbage-tail")
 MAX_ROWS = 16_384  # rows per Arrow batch
-MAX_BYTES = 16 << 20  # or about this many batch bytes, whichever comes first
+MAX_BYTES = 16 << 20  # or about this many batch bytes (or payload bytes), whichever first
+MAX_DATA_BYTES = 1 << 30  # payload one batch may add (Arrow binary offsets are int32)
+
+try:  # the compiled column builder (kafkalog_cli/_speedups/fastcodec.pyx); KAFKALOG_PURE=1
+    from kafkalog_cli._speedups.fastcodec import RecordColumns as _RecordColumns
+except ImportError:
+    _RecordColumns = None
+COMPILED = _RecordColumns is not None and os.environ.get("KAFKALOG_PURE") != "1"
 
 _key, _value, _offset, _ts = (attrgetter(n) for n in ("key", "value", "offset", "timestamp"))
 _seq, _headers = attrgetter("sequence"), attrgetter("headers")
@@ -59,8 +68,14 @@ def _batches(split: Split, fail: bool) -> Iterator[tuple[int, Batch]]:
                             resync=not fail)
 
 
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+OFFSET_OVERFLOW = "record offset does not fit a long"  # (the compiled twin says the same)
+_US_LIMIT = I64_MAX // 1000  # epoch ms beyond this has no microsecond timestamp: null
+
+
 class _Records:
-    """Column lists for one Arrow batch of records."""
+    """Column lists for one Arrow batch of records: the pure-Python way, and the
+    specification _CompiledRecords is tested against (tests/spark/test_rows.py)."""
 
     def __init__(self, headers: bool) -> None:
         self.headers = headers
@@ -80,16 +95,26 @@ class _Records:
         self.txn: list[bool] = []
         self.bases: list[int] = []
         self.positions: list[int] = []
-        self.bytes = 0
 
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def add(self, pos: int, b: Batch, recs: list) -> None:  # type: ignore[type-arg]
+    def add_batch(self, pos: int, b: Batch, lo: int | None, until: int | None) -> None:
+        """b's records with lo <= offset < until; CorruptDataError leaves the columns as
+        they were."""
+        recs = b.records()
+        if lo is not None or until is not None:  # record by record: offsets may be unordered
+            recs = [r for r in recs if (lo is None or r.offset >= lo) and
+                    (until is None or r.offset < until)]
+        if not recs:
+            return
+        offsets = list(map(_offset, recs))
+        if max(offsets) > I64_MAX or min(offsets) < I64_MIN:
+            raise CorruptBatch(OFFSET_OVERFLOW)
         n = len(recs)
+        self.offsets += offsets
         self.keys += map(_key, recs)
         self.values += map(_value, recs)
-        self.offsets += map(_offset, recs)
         self.timestamps += map(_ts, recs)
         self.sequences += map(_seq, recs)
         if self.headers:
@@ -108,15 +133,11 @@ class _Records:
         self.txn += [b.is_transactional] * n
         self.bases += [b.base_offset] * n
         self.positions += [pos] * n
-        self.bytes += b.size
 
     def to_arrow(self, schema: pa.Schema, split: Split) -> pa.RecordBatch:
-        n = len(self.offsets)
         cols = {
             "key": lambda t: pa.array(self.keys, t),
             "value": lambda t: pa.array(self.values, t),
-            "topic": lambda t: pa.repeat(pa.scalar(split.topic, t), n),
-            "partition": lambda t: pa.repeat(pa.scalar(split.partition, t), n),
             "offset": lambda t: pa.array(self.offsets, t),
             "timestamp": lambda t: _timestamps(self.timestamps, t),
             "timestampType": lambda t: pa.array(self.tstypes, t),
@@ -127,15 +148,100 @@ class _Records:
             "sequence": lambda t: pa.array(self.sequences, t),
             "isTransactional": lambda t: pa.array(self.txn, t),
             "batchBaseOffset": lambda t: pa.array(self.bases, t),
-            "segment": lambda t: pa.repeat(pa.scalar(split.log_path, t), n),
             "position": lambda t: pa.array(self.positions, t),
         }
-        return pa.RecordBatch.from_arrays([cols[f.name](f.type) for f in schema], schema=schema)
+        return _record_batch(schema, split, len(self.offsets), cols)
+
+
+class _CompiledRecords:
+    """The same columns filled by the compiled decoder (_speedups.fastcodec.RecordColumns):
+    v2 records go from the records section into Arrow buffers with no object per record."""
+
+    def __init__(self, headers: bool) -> None:
+        assert _RecordColumns is not None
+        self.headers = headers
+        self.cols = _RecordColumns()
+
+    def __len__(self) -> int:
+        return int(self.cols.rows)
+
+    def add_batch(self, pos: int, b: Batch, lo: int | None, until: int | None) -> None:
+        epoch = b.partition_leader_epoch
+        fields = (b.timestamp_type, epoch if epoch >= 0 else -1, b.producer_id,
+                  b.producer_epoch, b.is_transactional)
+        if isinstance(b, RecordBatch):
+            data, lat = b.records_section()
+            self.cols.add_v2(data, b.count, b.base_offset, b.base_timestamp, b.base_sequence,
+                             lat, lo, until, *fields, pos)
+        else:
+            self.cols.add_records(b.records(), lo, until, *fields, b.base_offset, pos)
+        if self.cols.data_bytes > MAX_DATA_BYTES:
+            raise CorruptBatch("records inflate past what one Arrow batch can hold")
+
+    @property
+    def full(self) -> bool:
+        return bool(self.cols.data_bytes >= MAX_BYTES)
+
+    def to_arrow(self, schema: pa.Schema, split: Split) -> pa.RecordBatch:
+        buf, n, nh = self.cols.take()
+
+        def binary(name: str, t: pa.DataType, rows: int) -> pa.Array:
+            return pa.Array.from_buffers(t, rows, [_buf(buf[f"{name}_valid"]),
+                                                   pa.py_buffer(buf[f"{name}_offsets"]),
+                                                   pa.py_buffer(buf[f"{name}_data"])])
+
+        def fixed(name: str, t: pa.DataType, valid: str | None = None) -> pa.Array:
+            return pa.Array.from_buffers(t, n, [_buf(buf[valid]) if valid else None,
+                                                pa.py_buffer(buf[name])])
+
+        def headers(t: pa.DataType) -> pa.Array:
+            item = t.value_type
+            hkey = pa.Array.from_buffers(item.field(0).type, nh, [
+                None, pa.py_buffer(buf["hkey_offsets"]), pa.py_buffer(buf["hkey_data"])])
+            struct = pa.StructArray.from_arrays(
+                [hkey, binary("hvalue", item.field(1).type, nh)], fields=list(item))
+            return pa.ListArray.from_arrays(
+                pa.Array.from_buffers(pa.int32(), n + 1, [None,
+                                                          pa.py_buffer(buf["headers_offsets"])]),
+                struct, type=t)
+
+        cols = {
+            "key": lambda t: binary("key", t, n),
+            "value": lambda t: binary("value", t, n),
+            "offset": lambda t: fixed("offset", t),
+            "timestamp": lambda t: fixed("timestamp", t, "timestamp_valid"),
+            "timestampType": lambda t: fixed("timestampType", t),
+            "headers": headers,
+            "leaderEpoch": lambda t: fixed("leaderEpoch", t, "leaderEpoch_valid"),
+            "producerId": lambda t: fixed("producerId", t),
+            "producerEpoch": lambda t: fixed("producerEpoch", t),
+            "sequence": lambda t: fixed("sequence", t),
+            "isTransactional": lambda t: fixed("isTransactional", t),
+            "batchBaseOffset": lambda t: fixed("batchBaseOffset", t),
+            "position": lambda t: fixed("position", t),
+        }
+        return _record_batch(schema, split, n, cols)
+
+
+def _buf(b: bytes | None) -> pa.Buffer | None:
+    return None if b is None else pa.py_buffer(b)
+
+
+def _record_batch(schema: pa.Schema, split: Split, n: int,
+                  cols: dict[str, Callable[[pa.DataType], pa.Array]]) -> pa.RecordBatch:
+    """The columns in the declared schema's order; the split's own values repeated."""
+    same = {"topic": split.topic, "partition": split.partition, "segment": split.log_path}
+    return pa.RecordBatch.from_arrays(
+        [pa.repeat(pa.scalar(same[f.name], f.type), n) if f.name in same else
+         cols[f.name](f.type) for f in schema], schema=schema)
 
 
 def _timestamps(ms: list[int], t: pa.DataType) -> pa.Array:
     """Kafka's epoch milliseconds as Spark's microsecond timestamps (-1 stays -1 ms, as a
-    consumer's ConsumerRecord.timestamp() -> java.sql.Timestamp gives)."""
+    consumer's ConsumerRecord.timestamp() -> java.sql.Timestamp gives; null when there is no
+    such microsecond value)."""
+    if ms and (min(ms) < -_US_LIMIT or max(ms) > _US_LIMIT):
+        return pa.array([v * 1000 if -_US_LIMIT <= v <= _US_LIMIT else None for v in ms], t)
     return pa.array(ms, pa.int64()).cast(pa.timestamp("ms", tz=t.tz)).cast(t)
 
 
@@ -149,6 +255,10 @@ def _headers_array(counts: list[int], keys: list[str], values: list[bytes | None
     return pa.ListArray.from_arrays(offsets, struct, type=t)
 
 
+def _columns(headers: bool) -> _Records | _CompiledRecords:
+    return _CompiledRecords(headers) if COMPILED else _Records(headers)
+
+
 def _aborted_by_producer(split: Split) -> dict[int, list[tuple[int, int]]]:
     out: dict[int, list[tuple[int, int]]] = {}
     for pid, first, marker in split.aborted:
@@ -160,7 +270,9 @@ def read_records(split: Split, schema: pa.Schema, *, verify_crc: bool, fail: boo
                  include_control: bool) -> Iterator[pa.RecordBatch]:
     lo, until, min_ts = split.from_offset, split.until_offset, split.min_timestamp_ms
     aborted = _aborted_by_producer(split)
-    cols = _Records("headers" in schema.names)
+    headers = "headers" in schema.names
+    cols = _columns(headers)
+    pending = 0  # batch bytes in `cols`
     for pos, b in _batches(split, fail):
         v2 = b.magic == 2
         if until is not None and v2 and b.base_offset >= until:
@@ -182,20 +294,16 @@ def read_records(split: Split, schema: pa.Schema, *, verify_crc: bool, fail: boo
                              for first, marker in spans):
                 continue
         try:
-            recs = b.records()
+            cols.add_batch(pos, b, lo, until)
         except CorruptDataError as e:
             if fail:
                 raise _fail(split, pos, f"records do not decode: {e.reason}") from None
             continue
-        if (lo is not None and recs and recs[0].offset < lo) or \
-                (until is not None and recs and recs[-1].offset >= until):
-            recs = [r for r in recs if (lo is None or r.offset >= lo) and
-                    (until is None or r.offset < until)]
-        if recs:
-            cols.add(pos, b, recs)
-        if len(cols) >= MAX_ROWS or cols.bytes >= MAX_BYTES:
+        pending += b.size
+        if len(cols) >= MAX_ROWS or pending >= MAX_BYTES or \
+                (isinstance(cols, _CompiledRecords) and cols.full):
             yield cols.to_arrow(schema, split)
-            cols = _Records(cols.headers)
+            cols, pending = _columns(headers), 0
     if len(cols):
         yield cols.to_arrow(schema, split)
 
