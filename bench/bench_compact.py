@@ -6,7 +6,6 @@ child that only starts kafkalog and exits: the difference is what compaction its
 
 from __future__ import annotations
 
-import resource
 import shutil
 import subprocess
 import sys

@@ -145,17 +145,17 @@ def main() -> int:
                kafka_ref.classpath(), kafka_ref.ref_info()["dump_log_class"]]
     kl = [sys.executable, "-m", "kafkalog_cli"]
     runs = {
-        "jvm start-up (kafka-dump-log --version)": java_cp + ["--version"],
-        "kafka-dump-log --deep-iteration": java_cp + ["--deep-iteration", "--files",
-                                                      ",".join(files)],
+        "jvm start-up (kafka-dump-log --version)": [*java_cp, "--version"],
+        "kafka-dump-log --deep-iteration": [*java_cp, "--deep-iteration", "--files",
+                                            ",".join(files)],
         "kafka-dump-log --deep-iteration --print-data-log":
-            java_cp + ["--deep-iteration", "--print-data-log", "--files", ",".join(files)],
-        "kafkalog verify": kl + ["verify", str(logs), "--format", "json"],
-        "kafkalog dump --records --format jsonl": kl + ["dump", str(logs), "--records",
-                                                        "--format", "jsonl"],
+            [*java_cp, "--deep-iteration", "--print-data-log", "--files", ",".join(files)],
+        "kafkalog verify": [*kl, "verify", str(logs), "--format", "json"],
+        "kafkalog dump --records --format jsonl": [*kl, "dump", str(logs), "--records",
+                                                   "--format", "jsonl"],
         # informational: the default --payload utf8 escapes invalid UTF-8 (binary values)
         "kafkalog dump --records --format jsonl --payload base64":
-            kl + ["dump", str(logs), "--records", "--format", "jsonl", "--payload", "base64"],
+            [*kl, "dump", str(logs), "--records", "--format", "jsonl", "--payload", "base64"],
     }
     results = {}
     for name, cmd in runs.items():

@@ -23,7 +23,8 @@ def template_batches(codec: int = 0, n: int = 32, seed: int = 7) -> list[bytes]:
         recs = []
         for i in range(RECORDS_PER_BATCH):
             key = None if i % 10 == 0 else f"user-{rng.randrange(100_000):06d}".encode()
-            value = ('{"event":"click","n":%d,"pad":"%s"}' % (i, "x" * rng.randrange(40, 100))).encode()
+            pad = "x" * rng.randrange(40, 100)
+            value = f'{{"event":"click","n":{i},"pad":"{pad}"}}'.encode()
             headers = [("trace", rng.randbytes(8))] if i % 3 == 0 else []
             recs.append((i, 1_700_000_000_000 + b * 1000 + i, key, value, headers))
         out.append(encode_batch(recs, codec=codec))

@@ -62,7 +62,7 @@ def bench_verify(seg: Path) -> dict[str, float]:
 
         def reference() -> None:
             for a, b in spans:
-                crc32c(mv[a:b])
+                crc32c(mv[a:b])  # noqa: F821 - ruff misreads the `del mv` below, run after this
         ref = best(reference)
         del mv
         mm.close()
@@ -178,7 +178,8 @@ def bench_write_path() -> dict[str, float]:
         lat[nseg] = best(look, 3) / len(targets)
         lat[f"cli{nseg}"] = wall([PY, "-m", "kafkalog_cli", "find-by-time", str(d / "t-0"), "-t",
                                   str(1_700_000_050_000)], runs=3)
-    return {"find_by_time_cli_1seg_s": lat["cli1"], "find_by_time_cli_1000seg_s": lat["cli1000"],"append_rec_per_s": len(recs) / t_ours, "kp_builder_rec_per_s": len(recs) / t_kp,
+    return {"find_by_time_cli_1seg_s": lat["cli1"], "find_by_time_cli_1000seg_s": lat["cli1000"],
+            "append_rec_per_s": len(recs) / t_ours, "kp_builder_rec_per_s": len(recs) / t_kp,
             "append_vs_kp_builder": t_kp / t_ours, "index_rebuild_MBps": size / t_rb / 1e6,
             "find_by_time_1seg_ms": lat[1] * 1e3, "find_by_time_1000seg_ms": lat[1000] * 1e3,
             "find_by_time_ratio": lat[1000] / lat[1]}
@@ -207,7 +208,8 @@ def main() -> None:
     print(f"4. append {w['append_rec_per_s']:,.0f} rec/s vs kafka-python builder "
           f"{w['kp_builder_rec_per_s']:,.0f} rec/s -> {w['append_vs_kp_builder']:.2f}x; "
           f"index-rebuild {w['index_rebuild_MBps']:.0f} MB/s; find-by-time "
-          f"{w['find_by_time_1seg_ms']:.2f} ms (1 segment) vs {w['find_by_time_1000seg_ms']:.2f} ms "
+          f"{w['find_by_time_1seg_ms']:.2f} ms (1 segment) vs "
+          f"{w['find_by_time_1000seg_ms']:.2f} ms "
           f"(1000 segments) -> {w['find_by_time_ratio']:.2f}x per lookup (goal <= 2); one CLI "
           f"lookup {w['find_by_time_cli_1seg_s'] * 1e3:.0f} ms vs "
           f"{w['find_by_time_cli_1000seg_s'] * 1e3:.0f} ms -> "

@@ -1,4 +1,5 @@
-"""Root command: lazy subcommand loading, global options, and the one place errors become exit codes."""
+"""Root command: lazy subcommand loading, global options, and the one place errors become
+exit codes."""
 
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "append": ("append", "Append records to a partition, rolling segments as a broker does."),
     "dump": ("dump", "Print batches, records, indexes and checkpoints (kafka-dump-log and more)."),
     "verify": ("verify", "Check a log dir, partition or file for every kind of damage."),
-    "index-rebuild": ("index_rebuild", "Rebuild .index/.timeindex/.txnindex as Kafka's recovery does."),
-    "find-by-time": ("find_by_time", "Find the first offset at or after a timestamp (ListOffsets)."),
+    "index-rebuild": ("index_rebuild",
+                      "Rebuild .index/.timeindex/.txnindex as Kafka's recovery does."),
+    "find-by-time": ("find_by_time",
+                     "Find the first offset at or after a timestamp (ListOffsets)."),
     "retain": ("retain", "Apply time/size/log-start retention offline, crash-safe."),
     "compact": ("compact", "Run Kafka's log cleaner offline, in bounded memory."),
     "recover": ("recover", "Do offline what a broker does after an unclean shutdown."),
@@ -27,7 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "txn": ("txn", "Open (hanging) and aborted transactions per partition, and the LSO."),
     "export": ("export", "Write log dirs as Parquet, JSON or CSV with Spark (kafkalog[spark])."),
     "generate": ("generate", "Write a deterministic, seeded log dir (fixtures, drills)."),
-    "migrate": ("migrate", "Turn Kafka 0.7 partitions into current ones; print the offset mapping."),
+    "migrate": ("migrate",
+                "Turn Kafka 0.7 partitions into current ones; print the offset mapping."),
 }
 
 
@@ -67,9 +71,9 @@ def root(ctx: click.Context, debug: bool, quiet: bool, verbose: int, color: bool
     Global options (-q, -v, --color/--no-color, --utc, --debug) may also follow the
     command name.
     """
-    from kafkalog_cli.output.console import settings
+    from kafkalog_cli.commands import global_options
 
-    settings.quiet, settings.verbose, settings.color, settings.utc = quiet, verbose, color, utc
+    global_options.apply(quiet=quiet, verbose=verbose, color=color, utc=utc)
     ctx.obj = {"debug": debug}
 
 

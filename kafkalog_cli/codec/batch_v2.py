@@ -49,6 +49,19 @@ class RecordBatch:
                  "crc", "last_offset_delta", "length", "max_timestamp", "partition_leader_epoch",
                  "producer_epoch", "producer_id")
     magic = MAGIC
+    # header fields, filled from V2_HEADER in __init__ (declared here: unpack_from is untyped)
+    base_offset: int
+    length: int
+    partition_leader_epoch: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    count: int
 
     def __init__(self, data: bytes | memoryview) -> None:
         """`data` holds the whole entry (12-byte log overhead included)."""
@@ -339,7 +352,10 @@ def _use_compiled_decoder() -> None:
     if os.environ.get("KAFKALOG_PURE") == "1":
         return
     try:
-        from kafkalog_cli._speedups.fastcodec import decode_records as compiled
+        # compiled Cython module without a .pyi stub, so mypy cannot see it
+        from kafkalog_cli._speedups.fastcodec import (  # type: ignore[import-not-found]
+            decode_records as compiled,
+        )
     except ImportError:
         return
     decode_records = compiled

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Final
+from typing import Final, Protocol, cast
 
 from kafkalog_cli.errors import CodecUnavailable, CorruptBatch, DecompressionLimit
 
@@ -42,8 +42,8 @@ def name(codec: int) -> str:
     return NAMES[codec] if 0 <= codec < len(NAMES) else f"unknown({codec})"
 
 
-def decompress(codec: int, data: bytes | memoryview, *, max_size: int = DEFAULT_MAX_DECOMPRESSED,
-               legacy_lz4: bool = False) -> bytes:
+def decompress(codec: int, data: bytes | memoryview, *,
+               max_size: int = DEFAULT_MAX_DECOMPRESSED, legacy_lz4: bool = False) -> bytes:
     """Inflate `data`; raise CorruptBatch on bad input, DecompressionLimit past `max_size`."""
     if codec == GZIP:
         return _gunzip(data, max_size)
@@ -58,7 +58,8 @@ def decompress(codec: int, data: bytes | memoryview, *, max_size: int = DEFAULT_
     raise CorruptBatch(f"unknown compression codec {codec}")
 
 
-def compress(codec: int, data: bytes, *, level: int | None = None, legacy_lz4: bool = False) -> bytes:
+def compress(codec: int, data: bytes, *, level: int | None = None,
+             legacy_lz4: bool = False) -> bytes:
     """Deflate `data` in a form Kafka's readers accept."""
     if codec == GZIP:
         return _gzip(data, level)
@@ -115,12 +116,23 @@ _XERIAL_BLOCK_LEN: Final = struct.Struct(">i")
 _XERIAL_BLOCK_SIZE: Final = 32 * 1024  # snappy-java's default block size
 
 
-def _snappy_module():  # type: ignore[no-untyped-def]
+class _Snappy(Protocol):
+    """The part of python-snappy (>= 0.7, no type stubs) used here."""
+
+    UncompressError: type[Exception]
+
+    def compress(self, data: bytes) -> bytes: ...
+
+    def uncompress(self, data: bytes) -> bytes: ...
+
+
+def _snappy_module() -> _Snappy:
     try:
-        import snappy
+        import snappy  # type: ignore[import-untyped]  # python-snappy ships no type stubs
     except ImportError:  # pragma: no cover - dependency is declared
-        raise CodecUnavailable("snappy data needs python-snappy: pip install python-snappy") from None
-    return snappy
+        raise CodecUnavailable(
+            "snappy data needs python-snappy: pip install python-snappy") from None
+    return cast(_Snappy, snappy)
 
 
 def _raw_snappy_length(block: bytes | memoryview) -> int:
@@ -169,7 +181,7 @@ def _unsnappy(data: bytes | memoryview, max_size: int) -> bytes:
     try:
         for b in blocks:
             out += snappy.uncompress(bytes(b))
-    except Exception as e:  # python-snappy raises its own error types (cramjam underneath)
+    except snappy.UncompressError as e:  # python-snappy wraps cramjam's DecompressionError
         raise CorruptBatch(f"snappy data is corrupt: {e}") from None
     return bytes(out)
 
@@ -235,7 +247,7 @@ def _xxh32(data: bytes, seed: int = 0) -> int:
 
 
 def _unlz4(data: bytes | memoryview, max_size: int, legacy: bool) -> bytes:
-    import lz4.block
+    import lz4.block  # type: ignore[import-untyped]  # lz4 ships no type stubs
 
     mv = memoryview(data)
     end = len(mv)
@@ -282,7 +294,7 @@ def _unlz4(data: bytes | memoryview, max_size: int, legacy: bool) -> bytes:
         else:
             try:
                 out += lz4.block.decompress(block, uncompressed_size=min(max_block, max(room, 0)))
-            except Exception as e:  # lz4.block raises LZ4BlockError or ValueError
+            except (lz4.block.LZ4BlockError, ValueError) as e:
                 if room < max_block:
                     raise _too_big(max_size) from None
                 raise CorruptBatch(f"lz4 block is corrupt: {e}") from None

@@ -12,6 +12,7 @@ tail; Kafka trims them on roll and close. A zero entry after slot 0 marks that t
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import NamedTuple
 
 OFFSET_ENTRY = struct.Struct(">ii")
@@ -48,7 +49,7 @@ def time_entries(data: bytes) -> list[TimeEntry]:
     return [TimeEntry(*e) for e in TIME_ENTRY.iter_unpack(data[:n * TIME_ENTRY.size])]
 
 
-def used_slots(entries: list[OffsetEntry] | list[TimeEntry]) -> int:
+def used_slots(entries: Sequence[OffsetEntry | TimeEntry]) -> int:
     """How many leading slots are real: stop at the first slot i > 0 with relative offset 0."""
     for i, e in enumerate(entries):
         if i > 0 and e.relative_offset == 0:

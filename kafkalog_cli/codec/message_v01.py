@@ -45,6 +45,16 @@ class LegacyBatch:
     is_transactional = False
     is_control = False
     delete_horizon_ms = None
+    # filled in __init__ (declared here: unpack_from is untyped); key and value are views
+    # into `data` until detach() copies them
+    last_offset: int
+    length: int
+    crc: int
+    magic: int
+    attributes: int
+    timestamp: int
+    key: bytes | memoryview | None
+    value: bytes | memoryview | None
 
     def __init__(self, data: bytes | memoryview) -> None:
         self.last_offset, self.length, self.crc, self.magic, self.attributes = \

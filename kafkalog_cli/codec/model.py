@@ -42,7 +42,7 @@ class Record:
         return (self.offset, self.timestamp, self.key, self.value, self.headers) == (
             other.offset, other.timestamp, other.key, other.value, other.headers)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # mutable, so unhashable (mypy wants a callable)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ _VARINT_MAX_BYTES = 5
 _VARLONG_MAX_BYTES = 10
 
 
-def _read_unsigned(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int) -> tuple[int, int]:
+def _read_unsigned(buf: bytes | bytearray | memoryview, pos: int,
+                   max_bytes: int) -> tuple[int, int]:
     result = 0
     shift = 0
     end = len(buf)

@@ -29,7 +29,8 @@ from kafkalog_cli.storage.files import atomic_write
 from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
 
-Rec = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]  # ts, key, value, headers
+# ts, key, value, headers
+Rec = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 
 
 def _decode(value: Any, payload: str, where: str) -> bytes | None:
@@ -105,7 +106,8 @@ def _batches(recs: Iterator[Rec], max_records: int, max_bytes: int) -> Iterator[
 @click.option("--input-format", type=click.Choice(["jsonl", "lines"]), default="jsonl",
               show_default=True)
 @click.option("--payload", type=click.Choice(["utf8", "base64"]), default="utf8",
-              show_default=True, help="How keys, values and header values are written in the input.")
+              show_default=True,
+              help="How keys, values and header values are written in the input.")
 @click.option("--separator", help="With --input-format lines: split key and value at this string.")
 @click.option("--codec", type=click.Choice(compression.NAMES), default="none", show_default=True)
 @click.option("--level", type=int, help="Compression level.")
@@ -119,7 +121,8 @@ def _batches(recs: Iterator[Rec], max_records: int, max_bytes: int) -> Iterator[
 @click.option("--producer-id", type=click.IntRange(0), help="Idempotent/transactional producer id.")
 @click.option("--producer-epoch", type=click.IntRange(0, 32767), default=0, show_default=True)
 @click.option("--base-sequence", type=click.IntRange(0), default=0, show_default=True)
-@click.option("--transactional", is_flag=True, help="Write transactional batches (needs --producer-id).")
+@click.option("--transactional", is_flag=True,
+              help="Write transactional batches (needs --producer-id).")
 @click.option("--end-txn", type=click.Choice(["commit", "abort"]),
               help="Close the transaction with a COMMIT or ABORT marker.")
 @click.option("--coordinator-epoch", type=int, default=0, show_default=True)
@@ -129,7 +132,8 @@ def _batches(recs: Iterator[Rec], max_records: int, max_bytes: int) -> Iterator[
               help="0 or 1 writes legacy message sets (fixtures for old formats).")
 @click.option("--segment-bytes", type=click.IntRange(14), default=LogConfig.segment_bytes,
               show_default=True)
-@click.option("--segment-ms", type=click.IntRange(1), default=LogConfig.segment_ms, show_default=True)
+@click.option("--segment-ms", type=click.IntRange(1), default=LogConfig.segment_ms,
+              show_default=True)
 @click.option("--index-interval-bytes", type=click.IntRange(0),
               default=LogConfig.index_interval_bytes, show_default=True)
 @click.option("--segment-index-bytes", type=click.IntRange(4),
@@ -193,7 +197,8 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
             first = w.next_offset
             tuples = [(first + i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(batch)]
             if magic < 2:
-                data = encode_message_set([(o, t if magic else -1, k, v) for o, t, k, v, _ in tuples],
+                data = encode_message_set([(o, t if magic else -1, k, v)
+                                           for o, t, k, v, _ in tuples],
                                           magic=magic, codec=codec_id, timestamp_type=ts_type,
                                           log_append_time=clock, level=level)
                 if codec_id == compression.NONE:

@@ -11,7 +11,8 @@ from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.logdir import PartitionDir, Target, open_target
 
 
-def partitions_of(paths: tuple[str, ...]) -> list[tuple[Target, list[PartitionDir], set[int] | None]]:
+def partitions_of(paths: tuple[str, ...]
+                  ) -> list[tuple[Target, list[PartitionDir], set[int] | None]]:
     """Each PATH as (target, its partitions, chosen segment bases or None for all)."""
     out = []
     for p in paths:

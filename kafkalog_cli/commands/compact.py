@@ -12,8 +12,8 @@ import orjson
 
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
-from kafkalog_cli.output.console import progress
 from kafkalog_cli.errors import UsageError
+from kafkalog_cli.output.console import progress
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.compaction import CleanerConfig, clean_round, cleanable_range, replay
@@ -44,7 +44,8 @@ MAX_ROUNDS = 1000
 @click.option("--segment-bytes", type=click.IntRange(14), default=1024 * 1024 * 1024,
               show_default=True, help="The topic's segment.bytes (limits merged segments).")
 @click.option("--max-rounds", type=click.IntRange(1), default=MAX_ROUNDS, show_default=True)
-@click.option("--dry-run", is_flag=True, help="Report dirty ratio and what would go; change nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Report dirty ratio and what would go; change nothing.")
 @click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--no-quarantine", is_flag=True, help="Delete replaced segments outright.")
 @options.format_option(default="text", choices=("text", "json"))
@@ -152,5 +153,6 @@ def _text(e: dict[str, Any], dry: bool) -> str:
         verb = "would keep" if dry else "kept"
         lines.append(f"  round {i}: offsets below {r['endOffset']}: {verb} {r['recordsOut']} of "
                      f"{r['recordsIn']} records, {r['bytesOut']} of {r['bytesIn']} bytes "
-                     f"({len(r['groups'])} segment groups){' (offset map full)' if r['mapFull'] else ''}")
+                     f"({len(r['groups'])} segment groups)"
+                     f"{' (offset map full)' if r['mapFull'] else ''}")
     return "\n".join(lines)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,8 @@ class Filters:
         self.key, self.producer_id, self.only = key, producer_id, only
 
     def batch_ok(self, b: Batch) -> bool:
-        if self.only == "data" and b.is_control or self.only == "control" and not b.is_control:
+        if (self.only == "data" and b.is_control) or \
+                (self.only == "control" and not b.is_control):
             return False
         if self.producer_id is not None and b.producer_id != self.producer_id:
             return False
@@ -68,8 +68,9 @@ class Filters:
 
 
 class Dumper:
-    def __init__(self, out: Renderer, records: bool, batches: bool, enc: Callable[[bytes | None], str | None],
-                 filters: Filters, max_decompressed: int) -> None:
+    def __init__(self, out: Renderer, records: bool, batches: bool,
+                 enc: Callable[[bytes | None], str | None], filters: Filters,
+                 max_decompressed: int) -> None:
         self.out = out
         self.records = records
         self.batches = batches
@@ -339,9 +340,11 @@ def _record_text(row: Row, print_data: bool) -> str:
 @click.option("--no-batches", is_flag=True, help="With --records, print only records.")
 @options.format_option()
 @options.payload_option
-@click.option("--from-offset", type=click.IntRange(0), help="First offset to show (seeks via the index).")
+@click.option("--from-offset", type=click.IntRange(0),
+              help="First offset to show (seeks via the index).")
 @click.option("--to-offset", type=click.IntRange(0), help="Last offset to show (inclusive).")
-@click.option("--from-time", type=options.TimeType(), help="Earliest timestamp (epoch ms or ISO-8601).")
+@click.option("--from-time", type=options.TimeType(),
+              help="Earliest timestamp (epoch ms or ISO-8601).")
 @click.option("--to-time", type=options.TimeType(), help="Latest timestamp (inclusive).")
 @click.option("--key", "key_filter", help="Only records with this key (UTF-8); implies --records.")
 @click.option("--producer-id", type=int, help="Only batches of this producer id.")
@@ -388,8 +391,8 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
                 fn = naming.parse_file_name(target.path.name)
                 is_log = (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
                     fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
-                    target.path.name.endswith((".log", ".checkpoint")) and \
-                    fn.kind is not naming.FileKind.ROOT
+                    (target.path.name.endswith((".log", ".checkpoint")) and
+                     fn.kind is not naming.FileKind.ROOT)
                 if is_log:
                     d.log_file(target.path, fn.offset)
                 else:

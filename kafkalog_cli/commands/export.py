@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.output.console import settings, note
+from kafkalog_cli.output.console import note, settings
 
 
 @contextmanager
@@ -24,7 +24,7 @@ def _task_progress(spark: Any) -> Iterator[None]:
         return
     try:
         tracker = spark.sparkContext.statusTracker()
-    except Exception:  # Spark Connect has no SparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext (its own error types)
         yield
         return
     from rich.console import Console

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from kafkalog_cli.commands import options, v07
+from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.output.console import human_time
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage import naming
@@ -66,7 +67,7 @@ def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str
                 try:
                     cp = part.log_dir.checkpoint(naming.LOG_START) or {}
                     log_start = cp.get(part.key)
-                except Exception:  # an unreadable checkpoint means "first segment", as Kafka does
+                except (KafkalogError, OSError):  # unreadable: "first segment", as Kafka does
                     log_start = None
             if when == "earliest":
                 first = part.segments[0].base_offset if part.segments else 0

@@ -9,9 +9,8 @@ import click
 
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, ticking
-from kafkalog_cli.output.console import progress
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
-from kafkalog_cli.output.console import warn
+from kafkalog_cli.output.console import progress, warn
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.reindex import reindex_partition
@@ -20,11 +19,13 @@ from kafkalog_cli.storage.reindex import reindex_partition
 def _text(row: dict[str, Any]) -> str:
     verb = ("would rewrite" if row["dryRun"] else "rewrote") if row["changed"] else "unchanged"
     was = "absent" if row["bytesBefore"] is None else f"{row['bytesBefore']} bytes"
-    return f"{verb:<13} {row['file']} ({row['entries']} entries, {row['bytesAfter']} bytes; was {was})"
+    return (f"{verb:<13} {row['file']} ({row['entries']} entries, {row['bytesAfter']} bytes; "
+            f"was {was})")
 
 
 @click.command("index-rebuild", epilog="Exit codes: 0 indexes already right, 1 rewritten, "
-               "4 --dry-run found indexes to rewrite, or a log has damage (indexes cover its valid prefix; run `kafkalog recover`), "
+               "4 --dry-run found indexes to rewrite, or a log has damage (indexes cover its "
+               "valid prefix; run `kafkalog recover`), "
                "8 operational error (e.g. the log dir lock is held), 16 usage error.")
 @options.paths_argument
 @click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,

@@ -11,8 +11,8 @@ import orjson
 
 from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
-from kafkalog_cli.output.console import progress
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
+from kafkalog_cli.output.console import progress
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
@@ -70,7 +70,8 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
                "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage.")
 @options.paths_argument
-@click.option("--full", is_flag=True, help="Validate every segment, not just from the recovery point.")
+@click.option("--full", is_flag=True,
+              help="Validate every segment, not just from the recovery point.")
 @click.option("--force", is_flag=True,
               help="Also truncate where valid data follows the damage (as a broker would).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
@@ -141,7 +142,8 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             if part.log_dir is not None and plan.log_end_offset is not None and not probs:
                 if rp != plan.log_end_offset or rows_corrupt:
                     rp_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
-                    rows.append({"action": "checkpoint", "file": str(log_dir / naming.RECOVERY_POINT),
+                    rows.append({"action": "checkpoint",
+                                 "file": str(log_dir / naming.RECOVERY_POINT),
                                  "reason": f"recovery point {rp} -> {plan.log_end_offset}"})
                     changed += 1
                 try:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
-import sys
 from typing import Any
 
 import click
@@ -13,8 +13,8 @@ import orjson
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import options, v07
-from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.commands.common import partition_bytes
+from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.output.console import paint, progress
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage import naming
@@ -106,7 +106,8 @@ def _text(fd: Finding) -> str:
 def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
             max_decompressed_bytes: int, engine: str = "local",
             master: str | None = None) -> int:
-    """Check log dirs, partitions or files for damage, as a broker and kafka-dump-log would, and more.
+    """Check log dirs, partitions or files for damage, as a broker and kafka-dump-log would,
+    and more.
 
     Every finding is collected (verify never stops at the first) with a severity, a stable
     code, the file and byte position, expected vs found, and the command that fixes it.

@@ -12,17 +12,21 @@ which retention reads (LogSegment.maxTimestampSoFar).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.batch_v2 import RecordBatch
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs
 from kafkalog_cli.codec.control import parse_control
+from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import INT32_MAX
+from kafkalog_cli.codec.message_v01 import LegacyBatch
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.errors import CorruptDataError, LogDirIOError
+from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.findings import ERROR, INFO, WARNING, Findings
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
@@ -34,7 +38,8 @@ try:  # compiled clean-segment fast path for shallow checks (kafkalog_cli/_speed
 
     if _os.environ.get("KAFKALOG_PURE") == "1":
         raise ImportError("KAFKALOG_PURE=1")
-    from kafkalog_cli._speedups import fastscan as _fastscan
+    # compiled Cython module without a .pyi stub, so mypy cannot see it
+    import kafkalog_cli._speedups.fastscan as _fastscan  # type: ignore[import-not-found]
 except ImportError:
     _fastscan = None
 
@@ -171,7 +176,7 @@ class _TimeIndexWalk:
 
     def finish(self, segment_max: int) -> None:
         for n in range(self.i, len(self.entries)):
-            ts, off = self.entries[n]
+            _ts, off = self.entries[n]
             self.f.add(ERROR, "TIMEINDEX_OFFSET_NOT_FOUND", self.path, n * 12,
                        f"entry {n} names offset {off}, past the last batch", fix=self.fix)
         last_ts = self.entries[-1][0] if self.entries else -1
@@ -225,7 +230,7 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
                   "field is not trusted either", expected=actual, found=stored, fix=fix_log)
         b_last = b.last_offset
         b_base = b.base_offset if b.magic == 2 or b.compression == compression.NONE else None
-        if b.magic == 2 and b.last_offset_delta < 0:
+        if isinstance(b, RecordBatch) and b.last_offset_delta < 0:
             f.add(ERROR, "LOG_BATCH_INVALID", path, pos,
                   f"negative lastOffsetDelta {b.last_offset_delta}", fix=fix_log)
         first_of_batch = b_base if b_base is not None else b_last
@@ -266,7 +271,7 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
     return s
 
 
-def _check_records(path: Path, pos: int, b, f: Findings, opts: CheckOptions,  # type: ignore[no-untyped-def]
+def _check_records(path: Path, pos: int, b: Batch, f: Findings, opts: CheckOptions,
                    stats: Stats, fix: str) -> None:
     try:
         recs = b.records(opts.max_decompressed)
@@ -282,11 +287,13 @@ def _check_records(path: Path, pos: int, b, f: Findings, opts: CheckOptions,  # 
                   f"record offset {r.offset} does not increase within the batch", fix=fix)
             return
         prev = r.offset
-    if recs and b.magic == 2 and (recs[0].offset < b.base_offset or prev > b.last_offset):
+    # prev is the last record's offset (None: no records)
+    if prev is not None and b.magic == 2 and (
+            recs[0].offset < b.base_offset or prev > b.last_offset):
         f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
               f"record offsets {recs[0].offset}..{prev} fall outside the batch's "
               f"{b.base_offset}..{b.last_offset}", fix=fix)
-    if b.magic < 2:
+    if isinstance(b, LegacyBatch):
         try:
             bad = b.inner_crc_failures()
         except CorruptDataError:
@@ -387,8 +394,9 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
     pdir = part.path
     fix_recover = f"kafkalog recover {pdir}"
     for fn in part.temp_files:
-        f.add(WARNING, "LEFTOVER_" + fn.temp.lstrip(".").upper(), pdir / fn.name, None,  # type: ignore[union-attr]
-              f"{fn.temp} file left by an interrupted cleaner, split or deletion; the broker "
+        temp = fn.temp or ""  # set for every file in temp_files
+        f.add(WARNING, "LEFTOVER_" + temp.lstrip(".").upper(), pdir / fn.name, None,
+              f"{temp} file left by an interrupted cleaner, split or deletion; the broker "
               "completes or discards it at start-up", fix=fix_recover)
     for fn in part.orphan_indexes:
         f.add(WARNING, "ORPHAN_INDEX", pdir / fn.name, None,
@@ -429,15 +437,15 @@ def _check_leader_epochs(p: Path, f: Findings, leo: int | None,
     except (CorruptDataError, UnicodeDecodeError) as e:
         f.add(ERROR, "LEADER_EPOCH_CORRUPT", p, None, str(getattr(e, "reason", e)))
         return
-    for (e1, o1), (e2, o2) in zip(entries, entries[1:], strict=False):
+    for (e1, o1), (e2, o2) in itertools.pairwise(entries):
         if e2 <= e1 or o2 < o1:
             f.add(ERROR, "LEADER_EPOCH_ORDER", p, None,
                   f"entry ({e2}, {o2}) does not follow ({e1}, {o1})")
     if leo is not None:
-        for e, o in entries:
+        for epoch, o in entries:
             if o > leo:
                 f.add(WARNING, "LEADER_EPOCH_PAST_END", p, None,
-                      f"epoch {e} starts at {o}, past the log end offset {leo} (the broker "
+                      f"epoch {epoch} starts at {o}, past the log end offset {leo} (the broker "
                       "truncates such entries)")
     known = {e for e, _ in entries}
     for s in summaries:

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.codec import index_entry as ie
-from kafkalog_cli.codec.batch_v2 import encode_batch
+from kafkalog_cli.codec.batch_v2 import RecordBatch, encode_batch
 from kafkalog_cli.codec.control import ABORT, COMMIT, parse_control
 from kafkalog_cli.codec.entry import Batch
-from kafkalog_cli.codec.message_v01 import encode_message_set
+from kafkalog_cli.codec.message_v01 import LegacyBatch, encode_message_set
+from kafkalog_cli.codec.model import Header
 from kafkalog_cli.errors import CorruptDataError, KafkalogError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.files import fsync_dir
@@ -142,6 +143,14 @@ def cleanable_range(part: PartitionDir, checkpoint: int | None, log_start: int,
     return CleanRange(first_dirty, unclean, clean_bytes, cleanable, reset)
 
 
+@dataclass
+class _OngoingAborted:
+    """AbortedTransactionMetadata: an aborted transaction whose marker is not reached yet."""
+
+    txn: ie.AbortedTxn
+    seen_data: bool = False  # a batch of it was read (lastObservedBatchOffset is defined)
+
+
 class _TxnTracker:
     """CleanedTransactionMetadata: which batches are aborted data, which markers can go."""
 
@@ -149,7 +158,7 @@ class _TxnTracker:
         self.heap = [(t.first_offset, t.last_offset, t) for t in aborted
                      if t.last_offset >= lo and t.first_offset < hi]
         heapq.heapify(self.heap)
-        self.ongoing_aborted: dict[int, list] = {}  # type: ignore[type-arg]
+        self.ongoing_aborted: dict[int, _OngoingAborted] = {}
         self.ongoing_committed: set[int] = set()
         self.retained: list[ie.AbortedTxn] = []
 
@@ -157,7 +166,7 @@ class _TxnTracker:
         """True if the batch is discardable (aborted data, or a marker with nothing left)."""
         while self.heap and self.heap[0][0] <= b.last_offset:
             _f, _l, t = heapq.heappop(self.heap)
-            self.ongoing_aborted[t.producer_id] = [t, False]
+            self.ongoing_aborted[t.producer_id] = _OngoingAborted(t)
         if b.magic < 2:
             return False
         pid = b.producer_id
@@ -167,9 +176,9 @@ class _TxnTracker:
                 return True
             info = parse_control(recs[0].key, recs[0].value)
             if info.type == ABORT:
-                t = self.ongoing_aborted.pop(pid, None)
-                if t is not None and t[1]:
-                    self.retained.append(t[0])
+                ongoing = self.ongoing_aborted.pop(pid, None)
+                if ongoing is not None and ongoing.seen_data:
+                    self.retained.append(ongoing.txn)
                     return False
                 return True
             if info.type == COMMIT:
@@ -179,9 +188,9 @@ class _TxnTracker:
             return False
         if not b.is_transactional:
             return False
-        t = self.ongoing_aborted.get(pid)
-        if t is not None:
-            t[1] = True
+        ongoing = self.ongoing_aborted.get(pid)
+        if ongoing is not None:
+            ongoing.seen_data = True
             return True
         self.ongoing_committed.add(pid)
         return False
@@ -257,8 +266,8 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
     retain_empty = False
     if b.magic == 2 and b.producer_id >= 0 and b.producer_id in active:
         last_data, epoch = active[b.producer_id]
-        if last_data >= 0 and last_data == b.last_offset or \
-                last_data < 0 and b.is_control and b.producer_epoch == epoch:
+        if (last_data >= 0 and last_data == b.last_offset) or \
+                (last_data < 0 and b.is_control and b.producer_epoch == epoch):
             retain_empty = True
     if b.next_offset == first_uncleanable:
         retain_empty = True
@@ -293,7 +302,7 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
             has_tombstone = True
         kept_recs.append(r)
     if not kept_recs:
-        if retain_empty and b.magic == 2:
+        if retain_empty and isinstance(b, RecordBatch):
             return encode_batch([], base_offset=b.base_offset,
                                 last_offset_delta=b.last_offset_delta,
                                 timestamp_type=b.timestamp_type, producer_id=b.producer_id,
@@ -311,8 +320,9 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
     return _rebuild(b, kept, new_horizon), len(kept)
 
 
-def _rebuild(b: Batch, kept: list, horizon: int | None) -> bytes:  # type: ignore[type-arg]
-    if b.magic < 2:
+def _rebuild(b: Batch, kept: list[tuple[int, int, bytes | None, bytes | None, list[Header]]],
+             horizon: int | None) -> bytes:
+    if isinstance(b, LegacyBatch):
         return encode_message_set([(o, t, k, v) for o, t, k, v, _h in kept], magic=b.magic,
                                   codec=b.compression, timestamp_type=b.timestamp_type,
                                   log_append_time=b.max_timestamp)
@@ -356,7 +366,7 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
             for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
                 (part.path / naming.segment_file_name(base, kind, naming.CLEANED)).unlink(
                     missing_ok=True)
-        out = None if dry_run else open(out_path, "wb")
+        out = None if dry_run else open(out_path, "wb")  # noqa: SIM115 - closed in finally
         try:
             for seg in group:
                 seg_mtime = int(os.stat(seg.log_path).st_mtime * 1000)

@@ -42,9 +42,9 @@ def apply_damage(part: PartitionDir, kind: str, seed: int) -> str:
     if kind == "bit-flip":
         pos, size = rng.choice(_batches(mid.log_path))
         at = pos + rng.randrange(21, size)
-        data = bytearray(mid.log_path.read_bytes())
-        data[at] ^= 1 << rng.randrange(8)
-        mid.log_path.write_bytes(bytes(data))
+        flipped = bytearray(mid.log_path.read_bytes())
+        flipped[at] ^= 1 << rng.randrange(8)
+        mid.log_path.write_bytes(bytes(flipped))
         return f"{mid.log_path}: bit flipped at byte {at} (batch at {pos})"
     if kind in ("zero-tail", "garbage-tail"):
         n = rng.randrange(100, 5000)

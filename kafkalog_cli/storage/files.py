@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -29,8 +30,6 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
         if fsync:
             fsync_dir(path.parent)
     except OSError as e:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
         raise LogDirIOError(f"{path}: cannot write: {e.strerror}") from None

@@ -110,16 +110,16 @@ def scan_partition(path: Path, log_dir: LogDir | None = None) -> PartitionDir:
         else:
             part.unknown.append(entry.name)
     for fn in index_files:
-        seg = segs.get(fn.offset)  # type: ignore[arg-type]
-        if seg is None:
+        owner = segs.get(fn.offset) if fn.offset is not None else None
+        if owner is None:
             part.orphan_indexes.append(fn)
             continue
         if fn.suffix == naming.INDEX:
-            seg.has_index = True
+            owner.has_index = True
         elif fn.suffix == naming.TIMEINDEX:
-            seg.has_timeindex = True
+            owner.has_timeindex = True
         else:
-            seg.has_txnindex = True
+            owner.has_txnindex = True
     for off in part.snapshots:
         if off in segs:
             segs[off].has_snapshot = True
@@ -153,9 +153,8 @@ def scan_log_dir(path: Path) -> LogDir:
                 ld.bad_dirs.append(entry.name)
                 continue
             ld.partitions.append(scan_partition(Path(entry.path), ld))
-        elif entry.name in naming.ROOT_FILES:
-            ld.root_files.append(entry.name)
-        elif entry.name.endswith(".tmp") or entry.name == "bootstrap.checkpoint":
+        elif entry.name in naming.ROOT_FILES or entry.name.endswith(".tmp") or \
+                entry.name == "bootstrap.checkpoint":
             ld.root_files.append(entry.name)
         else:
             ld.unknown.append(entry.name)

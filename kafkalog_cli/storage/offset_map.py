@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Iterator
 
 ENTRY = 24
 _HASH = 16
@@ -33,7 +34,7 @@ class OffsetMap:
         self.size = 0
         self.latest_offset = -1
 
-    def _probes(self, h: bytes):  # type: ignore[no-untyped-def]
+    def _probes(self, h: bytes) -> Iterator[int]:
         slots = self.slots
         for i in range(13):
             p = _I32.unpack_from(h, i)[0]

@@ -73,7 +73,8 @@ def partition_info(part: PartitionDir) -> PartitionInfo:
             if ts >= 0:
                 if info.first_timestamp is None:
                     info.first_timestamp = ts
-                info.max_timestamp = ts if info.max_timestamp is None else max(info.max_timestamp, ts)
+                info.max_timestamp = ts if info.max_timestamp is None \
+                    else max(info.max_timestamp, ts)
     if info.end_offset is None and part.segments:
         info.end_offset = part.segments[-1].base_offset
     info.leftovers = [f.name for f in part.temp_files] + [f.name for f in part.orphan_indexes]

@@ -17,6 +17,7 @@ Everything removed or cut goes to the quarantine first (quarantine.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +31,9 @@ from kafkalog_cli.storage.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, rebuild_segment
-from kafkalog_cli.storage.safety import ensure_mutable
+from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, Rebuilt, rebuild_segment
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
+from kafkalog_cli.storage.safety import ensure_mutable
 from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
 
 
@@ -92,10 +93,8 @@ def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | No
         if not b.is_valid():
             continue
         batches += 1
-        try:
+        with contextlib.suppress(CorruptDataError):
             records += b.count
-        except CorruptDataError:
-            pass
         first = b.last_offset if first is None else first
         last = b.last_offset
     return batches, records, first, last
@@ -144,10 +143,8 @@ def _state_before(part: PartitionDir, segs: list[Segment], base: int) -> Produce
             break
         for _pos, b in seg.batches(on_damage=lambda d: None):
             if b.last_offset >= start:
-                try:
+                with contextlib.suppress(CorruptDataError):
                     state.append(b)
-                except CorruptDataError:
-                    pass
     return state
 
 
@@ -194,7 +191,8 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
             plan.actions.append(Action(
                 "truncate", seg.log_path, f"{stop} (everything from here on is invalid)",
                 start=r.valid_bytes, end=r.file_size,
-                offsets=(first, last) if first is not None else None, records=nrec))
+                offsets=(first, last) if first is not None and last is not None else None,
+                records=nrec))
             _index_actions(plan, seg, r)
             for s in later:
                 for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
@@ -220,7 +218,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
     return plan
 
 
-def _index_actions(plan: Plan, seg: Segment, r) -> None:  # type: ignore[no-untyped-def]
+def _index_actions(plan: Plan, seg: Segment, r: Rebuilt) -> None:
     oi, ti, tx = r.index_bytes()
     for kind, data in ((naming.INDEX, oi), (naming.TIMEINDEX, ti), (naming.TXNINDEX, tx)):
         p = seg.path(kind)

@@ -9,7 +9,11 @@ from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.files import atomic_write
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.producers import ProducerState
-from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL, rebuild_segment
+from kafkalog_cli.storage.rebuild import (
+    DEFAULT_INDEX_BYTES,
+    DEFAULT_INDEX_INTERVAL,
+    rebuild_segment,
+)
 
 
 @dataclass

@@ -71,7 +71,7 @@ def replace_segments(directory: Path, new_bases: list[int], old_bases: list[int]
         fsync_dir(directory)
     crash_point("replace.renamed")
     for base in old_bases:
-        for kind in SEGMENT_FILE_KINDS + (naming.SNAPSHOT,):
+        for kind in (*SEGMENT_FILE_KINDS, naming.SNAPSHOT):
             p = directory / naming.segment_file_name(base, kind, naming.DELETED)
             if p.exists():
                 quarantine.remove(p, "replaced segment")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,8 @@ def plan_retention(part: PartitionDir, policy: Policy, *, now: int, log_start: i
     hw = leo if high_watermark is None else min(high_watermark, leo)
     remaining = segs
 
-    def walk(rule: str, predicate) -> None:  # type: ignore[no-untyped-def]
+    def walk(rule: str,
+             predicate: Callable[[Segment, Segment | None], tuple[bool, str]]) -> None:
         nonlocal remaining
         gone = 0
         for i, seg in enumerate(remaining):

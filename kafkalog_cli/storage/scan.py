@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
-from typing import BinaryIO
+from collections.abc import Generator, Iterator
+from typing import Protocol
 
 from kafkalog_cli.codec.checksum import crc32, crc32c
 from kafkalog_cli.codec.layout import (
@@ -42,10 +42,22 @@ _ZERO_PROBE = 1024 * 1024
 _unpack_overhead = LOG_OVERHEAD.unpack_from
 
 
+class ReadableFile(Protocol):
+    """What the scanner needs of a file: an unbuffered `open(path, "rb", buffering=0)` fits."""
+
+    def fileno(self) -> int: ...
+
+    def seek(self, pos: int, whence: int = ..., /) -> int: ...
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+    def readinto(self, buffer: bytearray | memoryview, /) -> int | None: ...
+
+
 class EntryScanner:
     """Iterate `(position, view)` over whole entries of `f` in [start, end)."""
 
-    def __init__(self, f: BinaryIO, start: int = 0, end: int | None = None, *,
+    def __init__(self, f: ReadableFile, start: int = 0, end: int | None = None, *,
                  chunk_size: int = DEFAULT_CHUNK, max_entry: int = DEFAULT_MAX_ENTRY,
                  resync: bool = False, resync_window: int = DEFAULT_RESYNC_WINDOW) -> None:
         self._f = f
@@ -71,7 +83,7 @@ class EntryScanner:
                 return
             pos = resume
 
-    def _run(self, start: int) -> Iterator[tuple[int, memoryview]]:
+    def _run(self, start: int) -> Generator[tuple[int, memoryview], None, int | None]:
         """Scan from `start`; returns where to resume after mid-file damage, or None."""
         f = self._f
         end = self.end

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from kafkalog_cli.storage.scan import EntryScanner
 DamageSink = Callable[[Damage], None]
 
 
-def open_readable(path: Path):  # type: ignore[no-untyped-def]
+def open_readable(path: Path) -> io.FileIO:
     try:
         return open(path, "rb", buffering=0)
     except OSError as e:
@@ -34,7 +35,7 @@ def iter_batches(path: Path, start: int = 0, end: int | None = None,
     """
     with open_readable(path) as f:
         kw = {} if max_entry is None else {"max_entry": max_entry}
-        scanner = EntryScanner(f, start, end, resync=resync, **kw)  # type: ignore[arg-type]
+        scanner = EntryScanner(f, start, end, resync=resync, **kw)
         reported = 0
         try:
             for pos, view in scanner:

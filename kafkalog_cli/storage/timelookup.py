@@ -46,7 +46,7 @@ def largest_timestamp(seg: Segment) -> int:
             finally:
                 os.close(fd)
             if len(last) == ie.TIME_ENTRY.size:
-                ts, rel = ie.TIME_ENTRY.unpack(last)
+                ts, rel = ie.time_entries(last)[0]
                 if rel != 0 or size == ie.TIME_ENTRY.size:
                     return ts
                 tidx = seg.time_index()

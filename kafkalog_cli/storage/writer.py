@@ -33,6 +33,7 @@ from kafkalog_cli.storage.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.logdir import scan_partition
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.rebuild import rebuild_segment
+from kafkalog_cli.storage.segment import Segment
 
 
 @dataclass
@@ -53,7 +54,7 @@ class _Active:
         self.dir = directory
         self.cfg = cfg
         self.created_ms = now_ms
-        self.log = open(self._p(naming.LOG), "ab")
+        self.log = open(self._p(naming.LOG), "ab")  # noqa: SIM115 - open until finish()
         self.size = self.log.tell()
         self.max_offset_entries = cfg.segment_index_bytes // ie.OFFSET_ENTRY.size
         self.max_time_entries = cfg.segment_index_bytes // ie.TIME_ENTRY.size
@@ -78,8 +79,9 @@ class _Active:
     def write_indexes(self, trimmed: bool) -> None:
         oi = ie.encode_offset_entries(self.offset_entries)
         ti = ie.encode_time_entries(self.time_entries)
-        for suffix, data, entry, n in ((naming.INDEX, oi, ie.OFFSET_ENTRY, self.max_offset_entries),
-                                       (naming.TIMEINDEX, ti, ie.TIME_ENTRY, self.max_time_entries)):
+        for suffix, data, entry, n in (
+                (naming.INDEX, oi, ie.OFFSET_ENTRY, self.max_offset_entries),
+                (naming.TIMEINDEX, ti, ie.TIME_ENTRY, self.max_time_entries)):
             with open(self._p(suffix), "r+b" if self._p(suffix).exists() else "wb") as f:
                 f.seek(0)
                 f.write(data)
@@ -162,7 +164,8 @@ class PartitionWriter:
         else:
             a.offset_entries = r.offset_entries
             a.time_entries = r.time_entries
-        a.txn_entries = seg.txn_index().entries if seg.has_txnindex else []  # type: ignore[union-attr]
+        txn_index = seg.txn_index()  # None unless seg.has_txnindex
+        a.txn_entries = txn_index.entries if txn_index is not None else []
         a.max_ts, a.max_ts_offset = r.max_timestamp, r.offset_of_max_timestamp
         for _pos, b in seg.batches(0, None):
             a.rolling_ts = b.max_timestamp
@@ -172,7 +175,7 @@ class PartitionWriter:
         self._load_epochs()
         return self
 
-    def _load_producer_state(self, snapshots: list[int], segments: list) -> None:  # type: ignore[type-arg]
+    def _load_producer_state(self, snapshots: list[int], segments: list[Segment]) -> None:
         usable = sorted(s for s in snapshots)
         start = segments[0].base_offset
         for off in reversed(usable):

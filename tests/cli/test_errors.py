@@ -22,7 +22,7 @@ def check(r, codes):
         assert last.startswith("kafkalog: error: "), r.err
 
 
-@pytest.mark.parametrize("cmd", PATH_COMMANDS + ["find-by-time"])
+@pytest.mark.parametrize("cmd", [*PATH_COMMANDS, "find-by-time"])
 def test_missing_path(tmp_path, cmd):
     extra = ["-t", "0"] if cmd == "find-by-time" else []
     r = run(cmd, tmp_path / "nope", *extra)
@@ -30,7 +30,7 @@ def test_missing_path(tmp_path, cmd):
     assert "no such file or directory" in r.err
 
 
-@pytest.mark.parametrize("cmd", PATH_COMMANDS + ["find-by-time"])
+@pytest.mark.parametrize("cmd", [*PATH_COMMANDS, "find-by-time"])
 def test_not_a_log_dir(tmp_path, cmd):
     (tmp_path / "notes.txt").write_text("not kafka")
     extra = ["-t", "0"] if cmd == "find-by-time" else []

@@ -16,9 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog_cli.codec import batch_v2
-from kafkalog_cli.codec.batch_v2 import RecordBatch, decode_records_pure, encode_batch, encode_record
+from kafkalog_cli.codec.batch_v2 import (
+    RecordBatch,
+    decode_records_pure,
+    encode_batch,
+    encode_record,
+)
 from kafkalog_cli.codec.model import Record
-from kafkalog_cli.codec.varint import encode_varint
 from kafkalog_cli.errors import CorruptBatch
 
 SLOTS = ("offset", "timestamp", "key", "value", "headers", "sequence", "attributes", "crc")

@@ -40,7 +40,8 @@ def test_too_long_and_truncated_varints_are_corrupt():
 
 
 def test_varint_matches_kafka_python():
-    from kafka.record.util import decode_varint, encode_varint as kp_encode
+    from kafka.record.util import decode_varint
+    from kafka.record.util import encode_varint as kp_encode
 
     for v in (0, 1, -1, 2**31 - 1, -(2**31), 123456, -98765):
         buf = bytearray()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -157,7 +158,8 @@ class _Data:
                 s = s.replace(" ", "\n", 2)  # multi-line payloads
             return s.encode()
         if kind < 0.6:
-            return ("\u00e9t\u00e9 \u20ac \U0001F600 \u65e5\u672c " * (n // 16 + 1))[: n // 2].encode()
+            text = "\u00e9t\u00e9 \u20ac \U0001F600 \u65e5\u672c " * (n // 16 + 1)
+            return text[: n // 2].encode()
         if kind < 0.65:
             return b""
         return r.randbytes(n)
@@ -244,11 +246,11 @@ def _produce_transactions(bootstrap, log) -> dict:
         try:
             consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="cg-txn",
                                      enable_auto_commit=False, auto_offset_reset="earliest")
-        except Exception as e:  # pragma: no cover
+        except Exception as e:  # noqa: BLE001 - pragma: no cover; optional, logged
             log(f"cg-txn consumer unavailable: {e!r}")
 
         def send_some(prod, tag, n):
-            for i in range(n):
+            for _i in range(n):
                 key = d.key(nkeys=50, null_p=0.1)
                 prod.send("txn", key=key if key is not None else None,
                           value=b"%s-" % tag + d.value(300), headers=d.headers(),
@@ -373,7 +375,7 @@ def consume_all(bootstrap: str, topics: list[str], isolation_level: str = "read_
             if time.monotonic() > deadline:
                 raise TimeoutError(f"consume ({isolation_level}) stuck: "
                                    f"{[(tp, c.position(tp), end[tp]) for tp in pending]}")
-            for tp, recs in c.poll(timeout_ms=500).items():
+            for _tp, recs in c.poll(timeout_ms=500).items():
                 for r in recs:
                     out.append({
                         "topic": r.topic, "partition": r.partition, "offset": r.offset,
@@ -467,7 +469,7 @@ def _summarize(log_dir: Path) -> dict:
             if e["size"] > BROKER_PROPS["log.segment.bytes"] // 2:
                 flags["large_batches"] += 1
             ts = [r["timestamp"] for r in e["records"]]
-            if any(b < a for a, b in zip(ts, ts[1:])):
+            if any(b < a for a, b in itertools.pairwise(ts)):
                 flags["nonmonotonic_timestamps"] += 1
         elif e["kind"] == "record":
             topic = Path(e["file"]).parent.name.rsplit("-", 1)[0]
@@ -522,7 +524,7 @@ def generate(dest: Path, log=print) -> None:
         try:
             manifest["written"][name] = fn()
             log(f"corpus: {name}: ok ({time.monotonic() - t0:.1f}s)")
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - a failed step is recorded in the manifest
             manifest["failed"][name] = f"{e!r}\n{traceback.format_exc(limit=3)}"
             log(f"corpus: {name}: FAILED {e!r}")
         timings[name] = round(time.monotonic() - t0, 2)
@@ -549,7 +551,7 @@ def generate(dest: Path, log=print) -> None:
         step("cleaner", lambda: _wait_for_cleaner(broker.log_dir, COMPACTED_TOPICS, 60, log))
         user_topics = [t for t in TOPICS]
         consumed = {}
-        for attempt in range(3):
+        for _attempt in range(3):
             before = _dir_state(broker.log_dir)
             t0 = time.monotonic()
             consumed = {lvl: consume_all(bs, user_topics, lvl)
@@ -625,7 +627,7 @@ def generate_legacy(dest: Path, log=print) -> None:
                               max_in_flight_requests_per_connection=1)
             try:
                 futures = []
-                for j in range(250):
+                for _j in range(250):
                     key = d.key(nkeys=60)
                     value = d.value(400)
                     if key is not None and d.r.random() < 0.03:

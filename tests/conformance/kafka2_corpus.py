@@ -121,7 +121,7 @@ def _refused(bootstrap: str, topic: str, codec: str) -> str:
         for f in fs:
             f.get(timeout=30)
         return "accepted"
-    except Exception as e:  # expected: UNSUPPORTED_COMPRESSION_TYPE
+    except Exception as e:  # noqa: BLE001 - expected: UNSUPPORTED_COMPRESSION_TYPE, recorded
         return f"refused: {e!r}"
     finally:
         p.close(timeout=10)
@@ -148,7 +148,7 @@ def generate(dest: Path, log=print) -> None:
             broker.create_topic(t, partitions=n, config=cfg)
         bs = broker.bootstrap
         t0 = time.monotonic()
-        for i, (t, (n, cfg, codec, count)) in enumerate(TOPICS.items()):
+        for i, (t, (n, _cfg, codec, count)) in enumerate(TOPICS.items()):
             if t == COMPACTED:
                 manifest["written"][t] = _produce_compacted(bs, 6100)
             else:

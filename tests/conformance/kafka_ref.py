@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import contextlib
 import ctypes
 import json
 import os
@@ -27,8 +28,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import ClassVar
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REF_DIR = Path(os.environ.get("KAFKALOG_KAFKA_REF") or REPO_ROOT / ".kafka-ref")
@@ -176,7 +178,7 @@ def _pdeathsig() -> None:  # runs in the child between fork and exec
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the Python process
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 - best effort (no glibc); raising here breaks exec
         pass
 
 
@@ -200,10 +202,8 @@ def spawn(cmd: Sequence[str], *, log_path: Path, cwd: Path | None = None,
 
 def kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
     """Send sig to proc's process group (it is a group leader, see spawn)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def reap(proc: subprocess.Popen, timeout: float | None = None) -> int | None:
@@ -223,10 +223,8 @@ def terminate(proc: subprocess.Popen, timeout: float = 120.0) -> tuple[int | Non
         reap(proc)
         kill_group(proc)  # stragglers in the group, if any
         return proc.returncode, True
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
     rc = reap(proc, timeout)
     clean = rc is not None
     kill_group(proc)
@@ -287,7 +285,7 @@ class KafkaBroker:
     ``log_dir`` survives stop()/start(); a second start() reuses it (and the ports).
     """
 
-    DEFAULT_PROPS = {
+    DEFAULT_PROPS: ClassVar[dict[str, object]] = {
         "num.partitions": 1,
         "default.replication.factor": 1,
         "offsets.topic.replication.factor": 1,
@@ -431,7 +429,7 @@ class KafkaBroker:
                     finally:
                         admin.close()
                     return
-                except Exception:
+                except Exception:  # noqa: BLE001, S110 - not ready yet: poll until the deadline
                     pass
             time.sleep(0.1)
         raise KafkaProcessError(f"broker not ready in time; log tail:\n{_tail(self.log_path)}")
@@ -445,7 +443,7 @@ class KafkaBroker:
         if self.proc is None:
             return 0.0
         t0 = time.monotonic()
-        rc, clean = terminate(self.proc, timeout)
+        _rc, clean = terminate(self.proc, timeout)
         self.stop_seconds = time.monotonic() - t0
         self.clean_stop = clean
         self.proc = None
@@ -468,10 +466,10 @@ class KafkaBroker:
         if self.proc is not None:
             try:
                 self.stop(timeout=60)
-            except Exception:
+            except Exception:  # noqa: BLE001 - never leave a broker behind, whatever went wrong
                 self.kill()
 
-    def __enter__(self) -> "KafkaBroker":
+    def __enter__(self) -> KafkaBroker:
         if not self.running:
             self.start()
         return self
@@ -839,7 +837,7 @@ class LegacyBroker:
     Produce with kafka-python ``api_version=(0, 9)`` (magic 0 messages).
     """
 
-    DEFAULT_PROPS = {
+    DEFAULT_PROPS: ClassVar[dict[str, object]] = {
         "broker.id": 0,
         "num.partitions": 1,
         "auto.create.topics.enable": True,
@@ -992,10 +990,10 @@ class LegacyBroker:
         try:
             if self.proc is not None or self.zk_proc is not None:
                 self.stop(timeout=60)
-        except Exception:
+        except Exception:  # noqa: BLE001 - never leave a broker behind, whatever went wrong
             self.kill()
 
-    def __enter__(self) -> "LegacyBroker":
+    def __enter__(self) -> LegacyBroker:
         if not self.running:
             self.start()
         return self
@@ -1013,7 +1011,7 @@ class Kafka2Broker(LegacyBroker):
     idempotence needs magic 2, and magic 1 cannot hold headers or zstd.
     """
 
-    DEFAULT_PROPS = {
+    DEFAULT_PROPS: ClassVar[dict[str, object]] = {
         "broker.id": 0,
         "num.partitions": 1,
         "auto.create.topics.enable": False,

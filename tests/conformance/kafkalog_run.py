@@ -70,7 +70,8 @@ def parse_jsonl(text: str) -> list[dict]:
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError as e:
-            raise AssertionError(f"kafkalog dump: line {i} is not JSON ({e}): {line[:300]!r}")
+            raise AssertionError(
+                f"kafkalog dump: line {i} is not JSON ({e}): {line[:300]!r}") from e
     return out
 
 
@@ -225,7 +226,7 @@ def compare_with_dump_log(ref_entries: list[dict], ours: dict[str, list[KBatch]]
         if len(ref_b) != len(our_b):
             diffs.append(f"{f}: kafkalog has {len(our_b)} batches, kafka-dump-log "
                          f"{len(ref_b)}")
-        for i, (rb, ob) in enumerate(zip(ref_b, our_b)):
+        for i, (rb, ob) in enumerate(zip(ref_b, our_b, strict=False)):
             where = f"{f} batch #{i} (position {rb['position']})"
             for d in batch_diffs(rb, ob.data):
                 diffs.append(f"{where}: {d}")
@@ -233,7 +234,7 @@ def compare_with_dump_log(ref_entries: list[dict], ours: dict[str, list[KBatch]]
                 diffs.append(f"{where}: kafkalog has {len(ob.records)} records, "
                              f"kafka-dump-log {len(rb['records'])}")
             is_ctl = bool(rb.get("isControl"))
-            for rr, orr in zip(rb["records"], ob.records):
+            for rr, orr in zip(rb["records"], ob.records, strict=False):
                 for d in record_diffs(rr, orr, is_ctl):
                     diffs.append(f"{where} offset {rr['offset']}: {d}")
             if len(diffs) > MAX_DIFFS:
@@ -261,7 +262,7 @@ def diff_views(want: dict, got: dict, what: str) -> list[str]:
             continue
         if len(w) != len(g):
             diffs.append(f"{tp}: {what} has {len(g)} records, the consumer fetched {len(w)}")
-        for a, b in zip(w, g):
+        for a, b in zip(w, g, strict=False):
             if a != b:
                 diffs.append(f"{tp} offset {a[0]}: consumer {a!r:.200} vs {what} {b!r:.200}")
                 break

@@ -16,9 +16,8 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
-
 import kafka_ref
+import pytest
 from broker_corpus import CODECS, _Data, consume_all
 from kafkalog_run import run_kafkalog, same_text
 
@@ -132,7 +131,7 @@ def test_append_passes_kafka_dump_log_checks(appended, codec):
     recs = [r for b in batches for r in b["records"]]
     assert len(recs) == len(a["records"])
     diffs = []
-    for off, (want, got) in enumerate(zip(a["records"], recs)):
+    for off, (want, got) in enumerate(zip(a["records"], recs, strict=False)):
         k = None if want["key"] is None else base64.b64decode(want["key"])
         v = None if want["value"] is None else base64.b64decode(want["value"])
         if (got["offset"] != off or got["timestamp"] != want["timestamp"]
@@ -221,7 +220,7 @@ def test_append_swapped_into_broker_reads_back(appended, appended_txn, stopped_b
         if len(mine) != len(a["records"]):
             diffs.append(f"{a['topic']}: consumer read {len(mine)} of {len(a['records'])}")
             continue
-        for off, (want, r) in enumerate(zip(a["records"], mine)):
+        for off, (want, r) in enumerate(zip(a["records"], mine, strict=False)):
             exp = (off, want["timestamp"], "CreateTime", want["key"], want["value"],
                    [(h["key"], h["value"]) for h in want["headers"]])
             act = (r["offset"], r["timestamp"], r["timestampType"], r["key"], r["value"],

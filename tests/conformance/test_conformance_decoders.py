@@ -7,9 +7,8 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 import kafka_ref
+import pytest
 from kafka_ref import REPO_ROOT
 from kafkalog_run import parse_jsonl, run_kafkalog
 

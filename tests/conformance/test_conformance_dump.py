@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import kafka_ref
+import pytest
 from kafka_ref import REPO_ROOT
-from kafkalog_run import (compare_with_dump_log, consumer_view, diff_views,
-                          kafkalog_batches_by_file, kafkalog_dump, run_kafkalog)
+from kafkalog_run import (
+    compare_with_dump_log,
+    consumer_view,
+    diff_views,
+    kafkalog_batches_by_file,
+    kafkalog_dump,
+    run_kafkalog,
+)
 
 pytestmark = pytest.mark.conformance
 
@@ -55,9 +60,9 @@ def _data_records(entries, topics=None) -> list[dict]:
     for e in entries:
         if e.get("kind") == "batch":
             is_ctl = bool(e.get("isControl"))
-        elif e.get("kind") == "record" and not is_ctl and "control" not in e:
-            if topics is None or e.get("topic") in topics:
-                out.append(e)
+        elif e.get("kind") == "record" and not is_ctl and "control" not in e and (
+                topics is None or e.get("topic") in topics):
+            out.append(e)
     return out
 
 

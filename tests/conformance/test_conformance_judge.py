@@ -8,9 +8,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 import kafka_ref
+import pytest
 from broker_corpus import CODECS, LEGACY_TOPICS
 from kafkalog_run import consumer_view, same_text
 
@@ -135,7 +134,7 @@ def _compare_text(consumed, dumped) -> list[str]:
         if len(w) != len(g):
             diffs.append(f"{tp}: consumer {len(w)} records, kafka-dump-log {len(g)}")
             continue
-        for a, b in zip(w, g):
+        for a, b in zip(w, g, strict=False):
             ka = None if a[3] is None else base64.b64decode(a[3])
             va = None if a[4] is None else base64.b64decode(a[4])
             if (a[:3] != b[:3] or a[5] != b[5] or not same_text(b[3], ka)

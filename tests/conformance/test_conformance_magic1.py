@@ -6,12 +6,17 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 import kafka_ref
+import pytest
 from kafka2_corpus import COMPACTED, M1_CODECS, TOPICS, ensure_kafka2_corpus
-from kafkalog_run import (compare_with_dump_log, consumer_view, diff_views,
-                          kafkalog_batches_by_file, kafkalog_dump, run_kafkalog)
+from kafkalog_run import (
+    compare_with_dump_log,
+    consumer_view,
+    diff_views,
+    kafkalog_batches_by_file,
+    kafkalog_dump,
+    run_kafkalog,
+)
 
 pytestmark = pytest.mark.conformance
 

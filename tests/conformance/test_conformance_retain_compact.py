@@ -31,9 +31,8 @@ import shutil
 import time
 from pathlib import Path
 
-import pytest
-
 import kafka_ref
+import pytest
 from broker_corpus import _Data, _read_checkpoint
 from kafkalog_run import run_kafkalog
 from xdist_once import once
@@ -144,7 +143,7 @@ def _wait_high_watermarks(b, want: dict, timeout: float = 60.0) -> None:
         try:
             if _end_offsets(b) == want:
                 return
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - broker still restarting: poll until the deadline
             pass
         assert time.monotonic() < deadline, "high watermarks not restored after restart"
         time.sleep(0.1)
@@ -241,7 +240,7 @@ def _retain(runs) -> dict:
                "retention.bytes": c.get("retention.bytes", -1)}
            for t, (_, c) in TOPICS.items() if t.startswith("ret-")}
     cfg["ret-edge"]["retention.bytes"] = runs["edge_retention_bytes"]
-    for t in CMP_TOPICS + ["__consumer_offsets"]:
+    for t in [*CMP_TOPICS, "__consumer_offsets"]:
         cfg[t] = {"cleanup.policy": "compact"}
     path = runs["root"] / "topic-config.json"
     path.write_text(json.dumps(cfg))
@@ -362,7 +361,7 @@ def test_compact_keeps_what_the_broker_cleaner_keeps(runs, compacted):
             continue
         if len(w) != len(g):
             diffs.append(f"{seg}: broker {len(w)} batches, kafkalog {len(g)}")
-        for bw, bg in zip(w, g):
+        for bw, bg in zip(w, g, strict=False):
             if bw != bg:
                 diffs.append(f"{seg}: first differing batch: broker {bw!r:.400}\n"
                              f"    kafkalog {bg!r:.400}")

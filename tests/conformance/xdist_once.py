@@ -11,8 +11,9 @@ import fcntl
 import os
 import pickle
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 
 def once(tmp_path_factory, name: str, build: Callable[[Path], Any]) -> Any:

@@ -34,7 +34,7 @@ def main(pdir: Path) -> None:
     cleaned = pdir / naming.segment_file_name(base, naming.LOG, naming.CLEANED)
     cleaned.write_bytes(bytes(out))
     tmp = Segment(pdir, base, has_log=True, temp=naming.CLEANED)
-    oi, ti, tx = rebuild_segment(tmp).index_bytes()
+    oi, ti, _tx = rebuild_segment(tmp).index_bytes()
     (pdir / naming.segment_file_name(base, naming.INDEX, naming.CLEANED)).write_bytes(oi)
     (pdir / naming.segment_file_name(base, naming.TIMEINDEX, naming.CLEANED)).write_bytes(ti)
     replace_segments(pdir, [base], [s.base_offset for s in old], Quarantine(pdir.parent))

@@ -28,7 +28,8 @@ def test_clean_sample_has_no_findings(sample):
     assert [f for f in findings if f["severity"] != "info"] == []
 
 
-@pytest.mark.parametrize("where", [30, 61, -3])  # in the CRC-covered header, first record, last byte
+# in the CRC-covered header, first record, last byte
+@pytest.mark.parametrize("where", [30, 61, -3])
 def test_bit_flip_inside_a_batch_is_reported_at_the_batch_start(sample, where):
     log = segments(sample / "demo-0")[0].log_path
     pos, size = batch_positions(log)[3]
@@ -78,7 +79,7 @@ def test_short_tail_below_a_header(sample):
 
 
 def test_wrong_index_entry_position(sample):
-    seg = [s for s in segments(sample / "demo-0") if s.has_index][0]
+    seg = next(s for s in segments(sample / "demo-0") if s.has_index)
     idx = seg.path(".index")
     data = bytearray(idx.read_bytes())
     assert len(data) >= 8, "the sample's first segment has index entries"
@@ -92,7 +93,7 @@ def test_wrong_index_entry_position(sample):
 
 
 def test_wrong_index_entry_offset(sample):
-    seg = [s for s in segments(sample / "demo-0") if s.has_index][0]
+    seg = next(s for s in segments(sample / "demo-0") if s.has_index)
     idx = seg.path(".index")
     data = bytearray(idx.read_bytes())
     rel, pos = struct.unpack_from(">ii", data, 8)

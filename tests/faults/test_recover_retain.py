@@ -241,7 +241,8 @@ def test_time_retention_is_strict_and_rolls_when_all_go(tmp_path, now, expected)
 
 
 def test_time_retention_stops_at_the_first_survivor(tmp_path):
-    d = make_log(tmp_path, [[1000], [9000], [2000], [9500]])  # segment 2 is old but behind a young one
+    # segment 2 is old but behind a young one
+    d = make_log(tmp_path, [[1000], [9000], [2000], [9500]])
     run("retain", d, "--retention-ms", "100", "--now", "5000", "--no-quarantine")
     assert bases(d) == [1, 2, 3]
 
@@ -250,8 +251,8 @@ def test_retention_never_passes_the_high_watermark(tmp_path):
     d = make_log(tmp_path, [[1000, 1000], [1000, 1000], [1000]], hw=3)
     run("retain", d, "--retention-ms", "1", "--now", "99999", "--no-quarantine")
     assert bases(d) == [2, 4]  # segment 2 holds offset 3 >= HW, so it and later stay
-    r = run("retain", d, "--retention-ms", "1", "--now", "99999", "--no-quarantine",
-            "--ignore-high-watermark")
+    run("retain", d, "--retention-ms", "1", "--now", "99999", "--no-quarantine",
+        "--ignore-high-watermark")
     assert bases(d) == [5]
 
 

@@ -46,7 +46,8 @@ SCHEMA_NO_HEADERS = to_arrow_schema(records_schema(False), timezone="UTC")
 SPLIT = Split("orders", 3, "/data/orders-3/00000000000000000000.log", 0, 0, None)
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
-CASES = settings(max_examples=int(os.environ.get("KAFKALOG_HYPOTHESIS_EXAMPLES", 250)), deadline=None,
+CASES = settings(max_examples=int(os.environ.get("KAFKALOG_HYPOTHESIS_EXAMPLES", "250")),
+                 deadline=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 

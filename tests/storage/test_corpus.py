@@ -48,7 +48,8 @@ def partition_counts(log_dir: str, tp: str) -> dict[str, object]:
             "last offset": "-" if last is None else str(last), "control": control}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[f"{r['corpus dir']}/{r['topic-partition']}" for r in ROWS])
+@pytest.mark.parametrize("row", ROWS,
+                         ids=[f"{r['corpus dir']}/{r['topic-partition']}" for r in ROWS])
 def test_counts_match_the_corpus_readme(row):
     got = partition_counts(row["corpus dir"], row["topic-partition"])
     for col in ("segments", "batches", "records", "first offset", "last offset"):

@@ -29,8 +29,9 @@ def classify(seg) -> str | None:
     if any(b.magic == 0 for _p, b in batches):
         return "magic0"
     lasts = {b.last_offset for _p, b in batches}
-    if broker_ti is not None and any(o not in lasts for _t, o in
-                                     TimeIndex.read(seg.path(".timeindex"), seg.base_offset).entries):
+    if broker_ti is not None and any(
+            o not in lasts
+            for _t, o in TimeIndex.read(seg.path(".timeindex"), seg.base_offset).entries):
         return "rec-ts"
     starts = {p for p, _b in batches}
     entries = OffsetIndex.read(seg.path(".index"), seg.base_offset).entries

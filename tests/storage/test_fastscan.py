@@ -268,7 +268,7 @@ def test_crc_tiers_match_the_package():
     rng = random.Random(5)
     for tier in TIERS:
         with _tier(tier):
-            for n in list(range(0, 300)) + [511, 512, 513, 1023, 4096, 16411, 100_003]:
+            for n in [*range(0, 300), 511, 512, 513, 1023, 4096, 16411, 100_003]:
                 data = rng.randbytes(n)
                 for value in (0, 1, 0xFFFFFFFF, rng.getrandbits(32)):
                     assert fs._crc32c(data, value) == crc32c(data, value), (tier, n, value)

@@ -1,6 +1,7 @@
 """The write path: append, rolls, indexes, find-by-time, the lock, fixtures."""
 
 import filecmp
+import itertools
 import json
 import random
 import shutil
@@ -79,7 +80,7 @@ def test_roll_on_size_is_exactly_size_plus_incoming_over_segment_bytes(tmp_path)
             w.append(batch)
     segs = open_target(tmp_path / "t-0").partition.segments
     assert len(segs) > 5
-    for seg, nxt in zip(segs, segs[1:], strict=False):
+    for seg, nxt in itertools.pairwise(segs):
         batches = batch_positions(seg.log_path)
         first_of_next = batch_positions(nxt.log_path)[0][1]
         assert seg.size <= 5000
@@ -113,7 +114,7 @@ def test_append_indexes_equal_index_rebuild_byte_for_byte(tmp_path, interval):
     assert r.code == 1, r.err
     names = sorted(p.name for p in (ld / "t-0").iterdir() if p.suffix.endswith("index"))
     assert any(n.endswith(".txnindex") for n in names)
-    match, mismatch, errors = filecmp.cmpfiles(ld / "t-0", copy / "t-0", names, shallow=False)
+    _match, mismatch, errors = filecmp.cmpfiles(ld / "t-0", copy / "t-0", names, shallow=False)
     assert mismatch == [] and errors == []
     assert run("index-rebuild", copy, "--index-interval-bytes", interval).code == 0
 

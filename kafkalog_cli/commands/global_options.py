@@ -1,0 +1,13 @@
+"""The root command's global options, handed to the output layer.
+
+`cli.py` calls this (lazily, like every command module) rather than importing `output`
+itself: only `commands` imports `output` (import-linter contracts in `.importlinter`).
+"""
+
+from __future__ import annotations
+
+from kafkalog_cli.output.console import settings
+
+
+def apply(*, quiet: bool, verbose: int, color: bool | None, utc: bool) -> None:
+    settings.quiet, settings.verbose, settings.color, settings.utc = quiet, verbose, color, utc
