@@ -66,18 +66,34 @@ def _tree_cpu(before: dict[int, tuple[int, int]], after: dict[int, tuple[int, in
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def settle(read: Callable[[], object], tries: int = 8) -> None:
-    """Full reads until the JVM's JIT has settled: the C2 compiler keeps a core busy for
-    several reads after the first, which would be timed otherwise. Stops when a read is no
-    faster than the best so far (within 3%), after at most `tries` reads."""
-    best = float("inf")
-    for _ in range(tries):
-        t0 = time.perf_counter()
+def _jit_seconds() -> float:
+    """CPU seconds the JIT compiler threads of this process's JVM children have used."""
+    total = 0
+    for comm in Path("/proc").glob("[0-9]*/task/[0-9]*/comm"):
+        try:
+            if not comm.read_text().startswith(("C1 Compiler", "C2 Compiler")):
+                continue
+            if int((comm.parents[2] / "stat").read_text().split(") ")[1].split()[1]) \
+                    != os.getpid():
+                continue
+            f = (comm.parent / "stat").read_text()
+        except (OSError, ValueError, IndexError):
+            continue
+        f2 = f[f.rindex(")") + 2:].split()
+        total += int(f2[11]) + int(f2[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def settle(read: Callable[[], object], tries: int = 12) -> int:
+    """Full reads until the JVM's JIT has settled: its compiler threads keep a core busy
+    for several reads after the first, which would be timed otherwise. Stops after a read
+    during which they used under 2% of its time (at most `tries` reads); returns the count."""
+    for n in range(1, tries + 1):
+        jit, t0 = _jit_seconds(), time.perf_counter()
         read()
-        dt = time.perf_counter() - t0
-        if dt > best * 0.97:
-            return
-        best = min(best, dt)
+        if _jit_seconds() - jit < 0.02 * (time.perf_counter() - t0):
+            return n
+    return tries
 
 
 def worker(master: str, path: str, runs: int) -> dict[str, float]:
@@ -90,7 +106,7 @@ def worker(master: str, path: str, runs: int) -> dict[str, float]:
         t0 = time.perf_counter()
         rows = df.count()  # warm-up: Python workers, imports, planning
         warm = time.perf_counter() - t0
-        settle(lambda: df.write.format("noop").mode("overwrite").save())
+        settled = settle(lambda: df.write.format("noop").mode("overwrite").save())
         best, cpu = float("inf"), 0.0
         for _ in range(runs):
             before = _cpu_ticks()
@@ -99,7 +115,8 @@ def worker(master: str, path: str, runs: int) -> dict[str, float]:
             dt = time.perf_counter() - t0
             if dt < best:
                 best, cpu = dt, _tree_cpu(before, _cpu_ticks(), os.getpid())
-    return {"rows": rows, "seconds": best, "cpu_s": cpu, "warmup_s": warm}
+    return {"rows": rows, "seconds": best, "cpu_s": cpu, "warmup_s": warm,
+            "settle_reads": settled}
 
 
 def run_worker(master: str, path: Path, runs: int) -> dict[str, float]:
@@ -133,6 +150,7 @@ def bench(partitions: int = 8, mb: int = 32, runs: int = 3) -> dict[str, float]:
             "local2_rps": records / two["seconds"], "dump_rps": records / dump_s,
             "scaling": one["seconds"] / two["seconds"], "local1_vs_dump": dump_s / one["seconds"],
             "local2_vs_dump": dump_s / two["seconds"], "warmup_s": two["warmup_s"],
+            "settle_reads": max(one["settle_reads"], two["settle_reads"]),
             "local1_cores": one["cpu_s"] / one["seconds"],
             "local2_cores": two["cpu_s"] / two["seconds"],
             "cpu_us_per_record_1": one["cpu_s"] / records * 1e6,
@@ -149,7 +167,8 @@ def report(r: dict[str, float]) -> str:
             f"Python worker run side by side), local[2] {r['local2_cores']:.2f}; "
             f"{r['cpu_us_per_record_1']:.2f} vs {r['cpu_us_per_record_2']:.2f} CPU-us/record; "
             f"machine: {r['machine_cores']} cores, load average {r['load_avg']:.1f} at the end "
-            f"(first action incl. worker start-up {r['warmup_s']:.1f}s)")
+            f"(first action incl. worker start-up {r['warmup_s']:.1f}s; timed after up to "
+            f"{r['settle_reads']} reads for the JIT to settle)")
 
 
 def summary() -> str:

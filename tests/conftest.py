@@ -20,3 +20,14 @@ def sample(tmp_path: Path) -> Path:
 def corpus() -> Path:
     assert CORPUS.is_dir(), f"the shared corpus is missing at {CORPUS}"
     return CORPUS
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`-n N` with the default `load` distribution: all Spark tests on one worker (see
+    tests/spark/scheduling.py)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from tests.spark.scheduling import make_scheduler
+
+    return make_scheduler(config, log)

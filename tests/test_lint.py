@@ -26,7 +26,7 @@ RUFF_RULES = "E,F,W,I,B,UP,SIM,RUF,BLE,T20,S110"
 # print is the output of bench scripts and of the conformance harness (scripts run directly,
 # progress on stderr, reports under -s)
 RUFF_PRINT_OK = ("bench/**", "tests/conformance/**")
-RUFF_TARGETS = ("kafkalog_cli", "tests", "bench")
+RUFF_TARGETS = ("kafkalog_cli", "pyspark_kafkalog", "tests", "bench")
 MYPY_TARGETS = ("kafkalog_cli/codec", "kafkalog_cli/storage", "kafkalog_cli/errors.py")
 
 

@@ -67,7 +67,8 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 @click.command("export", epilog="Exit codes: 0 written, 4 damaged data met (failOnDataLoss), "
-                                "8 operational error (also: PySpark missing), 16 usage error.")
+                                "8 operational error (also: PySpark missing, Spark Connect "
+                                "server not answering), 16 usage error.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.argument("out", type=click.Path(path_type=str))
 @click.option("--to", "fmt", type=click.Choice(["parquet", "json", "csv"]), required=True,
@@ -127,7 +128,7 @@ def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,
                    overwrite=overwrite, partition_by=cols)
     except Exception as e:
         if is_spark_error(e):
-            raise translate(e, session.log) from None
+            raise translate(e, session.error_log) from None
         raise
     note(f"exported {', '.join(paths)} to {out} ({fmt}{', batches' if batches else ''})")
     return 0

@@ -5,6 +5,10 @@ imports it until a function needs it, so the CLI works without it.
     from kafkalog_cli.spark import register
     register(spark)
     df = spark.read.format("kafkalog").option("includeHeaders", "true").load("/data/kafka-*")
+
+Where kafkalog is installed in the driver's (or Spark Connect server's) Python, Spark 4.x
+finds the source by itself through the top-level module pyspark_kafkalog, and register() is
+only needed for options (filter_pushdown, ship) or editable installs.
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def export(spark: Any, paths: Sequence[str], fmt: str, out: str, options: Mappin
         from pyspark.sql import functions as F
 
         df = df.withColumn("headers", F.to_json("headers"))
-    w = df.write.mode("overwrite" if overwrite else "errorifexists")
+    w = df.write.mode("overwrite" if overwrite else "error")  # Connect knows no "errorifexists"
     if partition_by:
         w = w.partitionBy(*partition_by)
     if fmt == "csv":
@@ -95,16 +95,27 @@ def _parallelism(spark: Any) -> int:
 
 def run_checks(spark: Any, parts: list[PartitionDir], opts: CheckOptions,
                absolute: bool) -> list[dict[str, Any]]:
-    """mode=check over these partition dirs; one result per partition, in input order."""
+    """mode=check over these partition dirs; one result per partition, in input order.
+
+    absolute=True (executors elsewhere, e.g. a Spark Connect server with another working
+    directory): the tasks get absolute paths, and their findings are given back the paths
+    as the user wrote them, as the local engine reports them.
+    """
     if not parts:
         return []
-    paths = [str(p.path.resolve() if absolute else p.path) for p in parts]
+    given = [str(p.path) for p in parts]
+    paths = [os.path.abspath(g) for g in given] if absolute else given
     groups = min(len(paths), _parallelism(spark) * 2)
     t = load(spark, paths, {"mode": "check", "shallow": str(opts.shallow).lower(),
                             "maxDecompressedBytes": str(opts.max_decompressed),
                             "minPartitions": str(groups)}).toArrow()
     by_dir = {r["partitionDir"]: r for r in t.to_pylist()}
-    return [by_dir[p] for p in paths]
+    results = [by_dir[p] for p in paths]
+    for path, orig, res in zip(paths, given, results, strict=True):
+        if path != orig:
+            res["findings"] = [{k: v.replace(path, orig) if isinstance(v, str) else v
+                                for k, v in d.items()} for d in res["findings"]]
+    return results
 
 
 def _merge(f: Findings, stats: Stats, res: dict[str, Any]) -> int | None:
@@ -154,5 +165,5 @@ def verify_on_spark(targets: list[Target], f: Findings, opts: CheckOptions, stat
                    absolute=not in_process(session.master))
     except Exception as e:
         if is_spark_error(e):
-            raise translate(e, session.log) from None
+            raise translate(e, session.error_log) from None
         raise

@@ -3,6 +3,10 @@
   --master local[*] (default) | local[N] | spark://... | yarn | k8s://... | sc://host:port
   SPARK_REMOTE=sc://host:port  selects Spark Connect when --master is not given
 
+Spark Connect (sc://): the server is checked for reachability first (its client would
+otherwise retry for ten minutes), the CLI's session is a new server-side session set to
+UTC, and it is released on exit (the server keeps running).
+
 Executors must import kafkalog_cli. In local mode they run this interpreter (PYSPARK_PYTHON),
 which has it installed. For any other master the package's pure-Python sources are zipped
 and shipped (SparkContext.addPyFile, or addArtifacts(pyfile=True) over Connect) unless
@@ -16,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 import zipfile
@@ -80,6 +85,39 @@ def is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
+CONNECT_PORT = 15002  # Spark Connect's default
+CONNECT_TIMEOUT = 10.0  # seconds to wait for a TCP connection to the server
+
+
+class ConnectUnreachable(KafkalogError):
+    """No Spark Connect server answers at the sc:// address; exit code 8 (operational)."""
+
+
+def connect_endpoint(url: str) -> tuple[str, int]:
+    """(host, port) of an sc://host[:port][/;param=value...] URL."""
+    from urllib.parse import urlparse
+
+    u = urlparse("http" + url[2:]) if url.startswith("sc://") else None
+    try:
+        host, port = (u.hostname, u.port) if u else (None, None)
+    except ValueError:  # a port that is not a number, or out of range
+        host = None
+    if not host:
+        raise UsageError(f"bad Spark Connect URL {url!r} (expected sc://host[:port])")
+    return host, port or CONNECT_PORT
+
+
+def check_reachable(url: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Fail fast, with one line, when nothing listens at the URL's host and port."""
+    host, port = connect_endpoint(url)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        why = e.strerror or str(e) or type(e).__name__
+        raise ConnectUnreachable(f"cannot reach the Spark Connect server at {host}:{port} "
+                                 f"({why})") from None
+
+
 def resolve_master(master: str | None) -> str:
     """--master, else SPARK_REMOTE, else local[*]."""
     return master or os.environ.get("SPARK_REMOTE") or DEFAULT_MASTER
@@ -124,12 +162,16 @@ def ship_package(spark: Any) -> Path:
     """Make kafkalog_cli importable on the executors of `spark` (classic or Connect).
 
     Returns the temporary dir holding the zip: Spark serves it from there for as long as the
-    context lives, so only whoever stops the context may delete it.
+    context lives, so only whoever stops the context may delete it. Over Spark Connect the
+    zip is uploaded at once, and the dir is already gone.
     """
     where = Path(tempfile.mkdtemp(prefix="kafkalog-ship-"))
     z = str(package_zip(where))
-    if is_connect(spark):  # no SparkContext there: artifacts instead
-        spark.addArtifacts(z, pyfile=True)
+    if is_connect(spark):  # no SparkContext there: a session artifact instead
+        try:
+            spark.addArtifacts(z, pyfile=True)
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
     else:
         spark.sparkContext.addPyFile(z)
     return where
@@ -154,6 +196,7 @@ class Session:
         self.conf = conf or {}
         self.java_options = java_options  # extra driver JVM flags (local mode: all of Spark)
         self.log = log_path()
+        self.error_log: Path | None = None if is_remote(self.master) else self.log
         self.spark: Any = None
         self._started = False
         self._shipped: Path | None = None
@@ -161,15 +204,22 @@ class Session:
 
     def __enter__(self) -> Any:
         require_pyspark("Spark mode")
-        if is_remote(self.master):
-            self.spark = self._connect()
-        else:
-            self.spark = self._classic()
-        register(self.spark)
+        try:
+            if is_remote(self.master):
+                self._connect()
+            else:
+                self.spark = self._classic()
+            register(self.spark)
+        except BaseException:
+            self.__exit__(*sys.exc_info())
+            raise
         return self.spark
 
     def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._started and self.spark is not None:
+            if is_connect(self.spark):  # releases our server-side session, not the server;
+                # one attempt only: a server that has gone away must not hold up the exit
+                self.spark.client.set_retry_policies([])
             self.spark.stop()
             if exc_type is None and "KAFKALOG_SPARK_LOG" not in os.environ:
                 self.log.unlink(missing_ok=True)  # nothing went wrong: no litter in $TMPDIR
@@ -200,19 +250,25 @@ class Session:
             self._shipped = ship_package(spark)
         return spark
 
-    def _connect(self) -> Any:
-        from pyspark.sql import SparkSession
-
+    def _connect(self) -> None:
+        hint = "pip install 'pyspark[connect]' (or pyspark-client)"
         try:
-            spark = SparkSession.builder.remote(self.master).getOrCreate()
+            import pyspark.sql.connect.session  # noqa: F401  (the client libraries)
         except ImportError as e:
             why = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise SparkUnavailable(f"Spark Connect needs its client libraries ({why}): pip "
-                                   "install 'pyspark[connect]' (or pyspark-client)") from None
-        self._started = False  # a shared server session: never stop it from here
-        if _ship(self.master):  # addArtifacts has uploaded the zip: the local copy can go
-            shutil.rmtree(ship_package(spark), ignore_errors=True)
-        return spark
+            raise SparkUnavailable(f"Spark Connect needs its client libraries ({why}): "
+                                   f"{hint}") from None
+        check_reachable(self.master)
+        from pyspark.sql import SparkSession
+
+        # a server-side session of our own (never the caller's): UTC as in local mode, and
+        # released on exit, with whatever was shipped to it. Made through pyspark.sql's
+        # builder, which also switches pyspark.sql.functions to their Connect versions.
+        self.spark = spark = SparkSession.builder.remote(self.master).create()
+        self._started = True
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        if _ship(self.master):
+            ship_package(spark)
 
 
 class DamagedData(KafkalogError):
@@ -225,9 +281,10 @@ _OURS = re.compile(r"kafkalog_cli\.[\w.]+\.(OptionError|UsageError|DataLoss|Corr
                    r"CorruptBatch|LogDirIOError|KafkalogError): (.+)")
 
 
-def translate(e: BaseException, log: Path) -> KafkalogError:
-    """A Spark/Py4J exception as one kafkalog error line (our own message when the failure
-    was ours, raised in a Python worker)."""
+def translate(e: BaseException, log: Path | None) -> KafkalogError:
+    """A Spark/Py4J/gRPC exception as one kafkalog error line (our own message when the
+    failure was ours, raised in a Python worker). log=None: Spark Connect, whose log is the
+    server's."""
     text = str(e)
     found = _OURS.findall(text)
     if found:
@@ -238,9 +295,13 @@ def translate(e: BaseException, log: Path) -> KafkalogError:
         if kind in ("DataLoss", "CorruptDataError", "CorruptBatch"):
             return DamagedData(msg)
         return KafkalogError(msg)
+    code, details = getattr(e, "code", None), getattr(e, "details", None)
+    if callable(code) and callable(details):  # a bare grpc.RpcError: its str() is a repr
+        text = f"Spark Connect: {getattr(code(), 'name', code())}: {details()}"
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     first = lines[0] if lines else type(e).__name__
-    return KafkalogError(f"Spark job failed: {first[:500]} (Spark log: {log})")
+    where = f"Spark log: {log}" if log is not None else "see the Spark Connect server's log"
+    return KafkalogError(f"Spark job failed: {first[:500]} ({where})")
 
 
 def is_spark_error(e: BaseException) -> bool:

@@ -391,23 +391,37 @@ class KafkaBroker:
                                     f"{res.stdout}\n{res.stderr}")
 
     def start(self, timeout: float = 120.0) -> float:
-        """Format if needed, start, wait until clients can talk to it. Returns seconds."""
+        """Format if needed, start, wait until clients can talk to it. Returns seconds.
+
+        The ports were free when picked, but until the broker binds them any connection on
+        this machine may get one as its ephemeral port (the Spark tests on the other xdist
+        worker make many): then the broker starts again on new ports, at most twice more.
+        """
         if self.running:
             raise KafkaProcessError("already running")
-        if not (_port_free(self.port) and _port_free(self.controller_port)):
-            self.port, self.controller_port = free_ports(2)  # taken since last time
-        self.format()
-        self._write_config()
-        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        t0 = time.monotonic()
-        self.proc = spawn(
-            _java_cmd(classpath(), "kafka.Kafka", [str(self.config_path)], self._broker_jvm()),
-            log_path=self.log_path, cwd=self.work_dir)
-        try:
-            self._wait_ready(t0 + timeout)
-        except BaseException:
-            self.kill()
-            raise
+        for attempt in range(3):
+            if attempt or not (_port_free(self.port) and _port_free(self.controller_port)):
+                self.port, self.controller_port = free_ports(2)  # taken since last time
+            self.format()
+            self._write_config()
+            self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+            t0 = time.monotonic()
+            self.proc = spawn(
+                _java_cmd(classpath(), "kafka.Kafka", [str(self.config_path)],
+                          self._broker_jvm()),
+                log_path=self.log_path, cwd=self.work_dir)
+            try:
+                self._wait_ready(t0 + timeout)
+            except KafkaProcessError:
+                port_lost = "Address already in use" in self.log_text()
+                self.kill()
+                if port_lost and attempt < 2:
+                    continue
+                raise
+            except BaseException:
+                self.kill()
+                raise
+            break
         self.start_seconds = time.monotonic() - t0
         return self.start_seconds
 

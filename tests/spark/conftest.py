@@ -1,10 +1,11 @@
-"""One local SparkSession for the whole run (JVM start-up costs ~10 s; keep it to one).
+"""One local SparkSession for the whole run (JVM start-up costs ~10 s; keep it to one), and
+the Spark Connect tests' server right after it on the same worker.
 
 Under `pytest -n 2` (xdist's default `load` scheduling) consecutive tests are handed out in
-chunks, starting with a chunk of about an eighth of the suite for each worker. The hook
-below moves the Spark tests to the front of the collection, so they all land in the first
-worker's first chunk and only that worker starts a JVM; the order of every other test is
-kept. (With `--dist loadfile` they stay together anyway: they live in one module.)
+chunks. The hook below moves the Spark modules (test_spark.py, then test_connect.py) to the
+front of the collection, and tests/spark/scheduling.py gives them all to the first worker as
+its first chunk, so only that worker starts a JVM and a Connect server; the order of every
+other test is kept. (With `--dist loadfile` each module stays on one worker anyway.)
 """
 
 from __future__ import annotations
@@ -16,15 +17,21 @@ from typing import Any
 
 import pytest
 
+from tests.spark.scheduling import SPARK_MODULES
+
 HERE = Path(__file__).resolve().parent
-SESSION_MODULE = "test_spark.py"
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    first = [i for i in items if Path(str(i.fspath)).name == SESSION_MODULE
-             and Path(str(i.fspath)).parent == HERE]
-    if first and len(first) < len(items):
+    def rank(i: pytest.Item) -> int:
+        p = Path(str(i.fspath))
+        if p.parent == HERE and p.name in SPARK_MODULES:
+            return SPARK_MODULES.index(p.name)
+        return len(SPARK_MODULES)
+
+    first = sorted((i for i in items if rank(i) < len(SPARK_MODULES)), key=rank)  # stable
+    if first:
         ids = {id(i) for i in first}
         items[:] = first + [i for i in items if id(i) not in ids]
 

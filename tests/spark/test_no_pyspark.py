@@ -40,3 +40,20 @@ def test_the_rest_of_the_cli_works_without_pyspark() -> None:
     helptext = kafkalog_without_pyspark("--help")
     assert helptext.returncode == 0 and "export" in helptext.stdout
     assert "--engine" in kafkalog_without_pyspark("verify", "--help").stdout
+
+
+def test_auto_registration_module_is_packaged_and_kafkalog_cli_does_not_import_pyspark() -> None:
+    import tomllib
+
+    from setuptools import find_packages
+
+    from tests.conftest import ROOT
+
+    found = find_packages(str(ROOT), include=tomllib.loads((ROOT / "pyproject.toml").read_text())
+                          ["tool"]["setuptools"]["packages"]["find"]["include"])
+    assert "pyspark_kafkalog" in found and "kafkalog_cli.spark" in found
+    p = subprocess.run([sys.executable, "-c", "import sys, kafkalog_cli.cli, kafkalog_cli.spark, "
+                        "kafkalog_cli.spark.session, kafkalog_cli.spark.jobs; "
+                        "assert not [m for m in sys.modules if m.startswith('pyspark')]"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
