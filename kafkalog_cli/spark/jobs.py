@@ -63,6 +63,8 @@ def export(spark: Any, paths: Sequence[str], fmt: str, out: str, options: Mappin
     if fmt == "parquet":  # plain INT64 microseconds, not the deprecated INT96 Spark defaults to
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     if fmt in ("json", "csv"):
+        # Spark's base64() breaks its output into 76-character lines unless told not to
+        spark.conf.set("spark.sql.chunkBase64String.enabled", "false")
         df = encode_payloads(df, payload)
     if fmt == "csv" and "headers" in df.columns:
         from pyspark.sql import functions as F
