@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -119,8 +120,16 @@ def worker(master: str, path: str, runs: int) -> dict[str, float]:
             "settle_reads": settled}
 
 
-def run_worker(master: str, path: Path, runs: int) -> dict[str, float]:
-    p = subprocess.run([PY, __file__, "--worker", master, "--path", str(path),
+def _pin(cpus: str) -> list[str]:
+    """taskset prefix restricting a command to `cpus` (empty when taskset is missing)."""
+    return ["taskset", "-c", cpus] if shutil.which("taskset") else []
+
+
+def run_worker(master: str, path: Path, runs: int, cpus: str | None = None
+               ) -> dict[str, float]:
+    """One Spark run in its own process (JVM and Python workers inherit `cpus`, if given)."""
+    pin = _pin(cpus) if cpus else []
+    p = subprocess.run([*pin, PY, __file__, "--worker", master, "--path", str(path),
                         "--runs", str(runs)], capture_output=True, text=True, check=False)
     if p.returncode:
         raise SystemExit(f"bench worker {master} failed:\n{p.stderr[-3000:]}")
@@ -130,8 +139,7 @@ def run_worker(master: str, path: Path, runs: int) -> dict[str, float]:
 def cli_dump(path: Path, runs: int) -> float:
     cmd = [PY, "-m", "kafkalog_cli", "dump", str(path), "--records", "--no-batches",
            "--format", "jsonl", "--payload", "base64"]
-    pin = ["taskset", "-c", "0"] if hasattr(os, "sched_setaffinity") and \
-        subprocess.run(["which", "taskset"], capture_output=True).returncode == 0 else []
+    pin = _pin("0")
     best = float("inf")
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -144,11 +152,17 @@ def bench(partitions: int = 8, mb: int = 32, runs: int = 3) -> dict[str, float]:
     path, records = make_input(partitions, mb)
     one = run_worker("local[1]", path, runs)
     two = run_worker("local[2]", path, runs)
-    assert one["rows"] == two["rows"] == records, (one, two, records)
+    # local[1] uses more than one core (the task thread and its Python worker overlap):
+    # the same run confined to one CPU shows how throughput follows cores
+    core = run_worker("local[1]", path, runs, cpus="0")
+    assert one["rows"] == two["rows"] == core["rows"] == records, (one, two, core, records)
     dump_s = cli_dump(path, max(1, runs - 1))
     return {"records": records, "local1_rps": records / one["seconds"],
             "local2_rps": records / two["seconds"], "dump_rps": records / dump_s,
-            "scaling": one["seconds"] / two["seconds"], "local1_vs_dump": dump_s / one["seconds"],
+            "scaling": one["seconds"] / two["seconds"],
+            "one_core_rps": records / core["seconds"],
+            "core_scaling": core["seconds"] / two["seconds"],
+            "local1_vs_dump": dump_s / one["seconds"],
             "local2_vs_dump": dump_s / two["seconds"], "warmup_s": two["warmup_s"],
             "settle_reads": max(one["settle_reads"], two["settle_reads"]),
             "local1_cores": one["cpu_s"] / one["seconds"],
@@ -161,6 +175,8 @@ def bench(partitions: int = 8, mb: int = 32, runs: int = 3) -> dict[str, float]:
 def report(r: dict[str, float]) -> str:
     return (f"{r['records']:,} records: local[1] {r['local1_rps']:,.0f} rec/s, local[2] "
             f"{r['local2_rps']:,.0f} rec/s -> {r['scaling']:.2f}x (goal >= 1.7); "
+            f"local[1] confined to one CPU {r['one_core_rps']:,.0f} rec/s -> local[2] on two "
+            f"is {r['core_scaling']:.2f}x of it; "
             f"CLI dump --records jsonl on one core {r['dump_rps']:,.0f} rec/s -> local[1] "
             f"{r['local1_vs_dump']:.2f}x, local[2] {r['local2_vs_dump']:.2f}x of it. "
             f"CPU: local[1] keeps {r['local1_cores']:.2f} cores busy (JVM task thread and its "

@@ -29,7 +29,7 @@ import pytest
 
 from tests.cli.run import Result
 from tests.conftest import FIXTURE, ROOT
-from tests.spark.test_spark import DEMO0, RECORD_COLUMNS, _b64, _order, dump_records, spark_records
+from tests.spark.test_spark import DEMO0, _b64, arrow_records, dump_records, spark_records
 
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
@@ -203,12 +203,7 @@ def test_export_parquet_equals_dump(server: Server, tmp_path: Path) -> None:
     assert (r.code, r.out) == (0, b""), r.err
     t = pq.read_table(tmp_path / "pq")
     assert t.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
-    t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
-                     t.column("timestamp").cast(pa.int64()))
-    cols = [t.column(c).to_pylist() for c in RECORD_COLUMNS]
-    got = sorted(((*row[:7], [(h["key"], h["value"]) for h in row[7]], *row[8:])
-                  for row in zip(*cols, strict=True)), key=_order)
-    assert got == dump_records(FIXTURE)
+    assert arrow_records(t) == dump_records(FIXTURE)
 
 
 def test_verify_equals_local_verify_clean_and_damaged(server: Server, damaged: Path) -> None:

@@ -71,7 +71,12 @@ RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "
 
 
 def spark_records(df: Any) -> list[Row]:
-    t = df.toArrow()
+    return arrow_records(df.toArrow())
+
+
+def arrow_records(t: Any) -> list[Row]:
+    """Rows of the records schema (from Spark or an exported Parquet file), as dump_records
+    gives them."""
     t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
                      t.column("timestamp").cast(pa.int64()))
     cols = [t.column(c).to_pylist() for c in RECORD_COLUMNS]
@@ -411,12 +416,7 @@ def test_export_parquet_json_csv(spark: Any, tmp_path: Path,
     assert code == 0, err
     t = pq.read_table(tmp_path / "pq")
     assert t.schema.field("timestamp").type == pa.timestamp("us", tz="UTC")
-    t = t.set_column(t.schema.get_field_index("timestamp"), "timestamp",
-                     t.column("timestamp").cast(pa.int64()))
-    cols = [t.column(c).to_pylist() for c in RECORD_COLUMNS]
-    got = sorted(((*r[:7], [(h["key"], h["value"]) for h in r[7]], *r[8:])
-                  for r in zip(*cols, strict=True)), key=_order)
-    assert got == want
+    assert arrow_records(t) == want
 
     code, _, err = cli(capsysbinary, "export", DEMO0, "--to", "json", tmp_path / "js",
                        "-o", "startingOffsets={\"demo\":{\"0\":600}}")
