@@ -38,7 +38,6 @@ from kafkalog_cli.storage.segment import iter_batches
 TAIL_DAMAGE = ("torn-tail", "zero-tail", "garbage-tail")
 MAX_ROWS = 16_384  # rows per Arrow batch
 MAX_BYTES = 16 << 20  # or about this many batch bytes (or payload bytes), whichever first
-MAX_DATA_BYTES = 1 << 30  # payload one batch may add (Arrow binary offsets are int32)
 
 try:  # the compiled column builder (kafkalog_cli/_speedups/fastcodec.pyx); KAFKALOG_PURE=1
     from kafkalog_cli._speedups.fastcodec import RecordColumns as _RecordColumns
@@ -103,6 +102,8 @@ class _Records:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    full = False  # pyarrow builds any size: rows and batch bytes decide the flush
+
     def add_batch(self, pos: int, b: Batch, lo: int | None, until: int | None) -> None:
         """b's records with lo <= offset < until; CorruptDataError leaves the columns as
         they were."""
@@ -161,29 +162,27 @@ class _CompiledRecords:
     """The same columns filled by the compiled decoder (_speedups.fastcodec.RecordColumns):
     v2 records go from the records section into Arrow buffers with no object per record."""
 
-    def __init__(self, headers: bool) -> None:
+    def __init__(self) -> None:
         assert _RecordColumns is not None
-        self.headers = headers
-        self.cols = _RecordColumns()
+        self.cols = _RecordColumns()  # it always gathers headers; to_arrow takes what is asked
 
     def __len__(self) -> int:
         return int(self.cols.rows)
 
     def add_batch(self, pos: int, b: Batch, lo: int | None, until: int | None) -> None:
-        epoch = b.partition_leader_epoch
-        fields = (b.timestamp_type, epoch if epoch >= 0 else -1, b.producer_id,
-                  b.producer_epoch, b.is_transactional)
+        # a negative leader epoch (none recorded) becomes null, as in _Records
+        fields = (b.timestamp_type, b.partition_leader_epoch, b.producer_id, b.producer_epoch,
+                  b.is_transactional)
         if isinstance(b, RecordBatch):
             data, lat = b.records_section()
             self.cols.add_v2(data, b.count, b.base_offset, b.base_timestamp, b.base_sequence,
                              lat, lo, until, *fields, pos)
         else:
             self.cols.add_records(b.records(), lo, until, *fields, b.base_offset, pos)
-        if self.cols.data_bytes > MAX_DATA_BYTES:
-            raise CorruptBatch("records inflate past what one Arrow batch can hold")
 
     @property
     def full(self) -> bool:
+        """Payload enough for one Arrow batch (past 2 GiB, add_batch raises CorruptBatch)."""
         return bool(self.cols.data_bytes >= MAX_BYTES)
 
     def to_arrow(self, schema: pa.Schema, split: Split) -> pa.RecordBatch:
@@ -260,7 +259,7 @@ def _headers_array(counts: list[int], keys: list[str], values: list[bytes | None
 
 
 def _columns(headers: bool) -> _Records | _CompiledRecords:
-    return _CompiledRecords(headers) if COMPILED else _Records(headers)
+    return _CompiledRecords() if COMPILED else _Records(headers)
 
 
 def _aborted_by_producer(split: Split) -> dict[int, list[tuple[int, int]]]:
@@ -304,8 +303,7 @@ def read_records(split: Split, schema: pa.Schema, *, verify_crc: bool, fail: boo
                 raise _fail(split, pos, f"records do not decode: {e.reason}") from None
             continue
         pending += b.size
-        if len(cols) >= MAX_ROWS or pending >= MAX_BYTES or \
-                (isinstance(cols, _CompiledRecords) and cols.full):
+        if len(cols) >= MAX_ROWS or pending >= MAX_BYTES or cols.full:
             yield cols.to_arrow(schema, split)
             cols, pending = _columns(headers), 0
     if len(cols):

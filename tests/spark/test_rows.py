@@ -52,7 +52,7 @@ CASES = settings(max_examples=int(os.environ.get("KAFKALOG_HYPOTHESIS_EXAMPLES",
 
 
 def _fill(cls, batches, lo, until, schema):
-    cols = cls("headers" in schema.names)
+    cols = cls("headers" in schema.names) if cls is rows._Records else cls()
     errors = []
     for pos, b in batches:
         try:
