@@ -2,9 +2,10 @@
 the Spark Connect tests' server right after it on the same worker.
 
 Under `pytest -n 2` (xdist's default `load` scheduling) consecutive tests are handed out in
-chunks. The hook below moves the Spark modules (test_spark.py, then test_connect.py) to the
-front of the collection, and tests/spark/scheduling.py gives them all to the first worker as
-its first chunk, so only that worker starts a JVM and a Connect server; the order of every
+chunks. The hook below moves the Spark modules (test_spark.py, test_connect.py, then
+test_standalone.py) to the front of the collection, and tests/spark/scheduling.py gives them
+all to the first worker as its first chunk, so only that worker starts a JVM, a Connect server
+and a standalone cluster; the order of every
 other test is kept. (With `--dist loadfile` each module stays on one worker anyway.)
 """
 
