@@ -12,11 +12,7 @@ it (site-packages).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,56 +25,19 @@ import pytest
 
 from tests.cli.run import Result
 from tests.conftest import FIXTURE, ROOT
+from tests.spark.jvms import damaged_copy, free_port, listens, stop_group, tail, wait_until
 from tests.spark.test_spark import DEMO0, _b64, arrow_records, dump_records, spark_records
 
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 pytest.importorskip("grpc", reason="the Spark Connect client: pip install 'kafkalog[connect]'")
 
-START_TIMEOUT = 120.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Server:
     def __init__(self, url: str, log: Path, started_in: float) -> None:
         self.url, self.log, self.started_in = url, log, started_in
 
     def tail(self, n: int = 40) -> str:
-        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
-        return "\n".join(lines[-n:])
-
-
-def _wait_for_port(proc: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the Spark Connect server exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"the Spark Connect server did not listen on {port} "
-                       f"within {START_TIMEOUT:.0f} s")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """The server and its Python workers: one process group (start_new_session)."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=20)
+        return tail(self.log, n)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +77,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
         try:
-            _wait_for_port(proc, port, log)
+            wait_until(f"the Spark Connect server did not listen on {port}",
+                       lambda: listens(port), [proc])
         except RuntimeError as e:
             pytest.fail(f"{e}; its log ({log}) ends:\n{Server('', log, 0).tail()}",
                         pytrace=False)
@@ -126,7 +86,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         sys.stderr.write(f"Spark Connect server up in {s.started_in:.1f} s at {s.url}\n")
         yield s
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 @pytest.fixture(scope="module")
@@ -164,14 +124,7 @@ def kafkalog(*args: object, cwd: Path | None = None, **env: str) -> Result:
 
 @pytest.fixture
 def damaged(tmp_path: Path) -> Path:
-    """The sample with a flipped byte and a torn tail in demo-1's second segment."""
-    d = tmp_path / "sample"
-    shutil.copytree(FIXTURE, d)
-    log = d / "demo-1" / "00000000000000000263.log"
-    data = bytearray(log.read_bytes())
-    data[400] ^= 0x5A
-    log.write_bytes(bytes(data[:-7]))
-    return d
+    return damaged_copy(FIXTURE, tmp_path)
 
 
 # -- auto-registration (pyspark_kafkalog) ------------------------------------------------------

@@ -14,11 +14,7 @@ works because session.py zipped the package and shipped it with SparkContext.add
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,55 +26,13 @@ import pytest
 
 from tests.cli.run import Result
 from tests.conftest import FIXTURE
+from tests.spark.jvms import damaged_copy, free_port, listens, stop_group, tail, wait_until
 from tests.spark.test_spark import arrow_records, dump_records
 
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
-START_TIMEOUT = 120.0
 REGISTERED = "Successfully registered with master"  # in the worker's log (INFO)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _tail(log: Path, n: int = 40) -> str:
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    return "\n".join(lines[-n:])
-
-
-def _wait(what: str, ready: object, procs: list[subprocess.Popen[bytes]]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f"{p.args[2]} exited with {p.returncode}")  # type: ignore[index]
-        if ready():  # type: ignore[operator]
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"{what} within {START_TIMEOUT:.0f} s")
-
-
-def _listens(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """A daemon and whatever it started (executors, Python workers): one process group."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=20)
-    with contextlib.suppress(ProcessLookupError):  # executors left in the group
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=20)
 
 
 def _hide_installed_package(site: Path) -> Path:
@@ -143,22 +97,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                                               start_new_session=True))
             if name == "master":  # the worker gives up on a master that is not there yet
                 try:
-                    _wait(f"the master did not listen on {port}", lambda: _listens(port), procs)
+                    wait_until(f"the master did not listen on {port}", lambda: listens(port), procs)
                 except RuntimeError as e:
-                    pytest.fail(f"{e}; {logs['master']} ends:\n{_tail(logs['master'])}",
+                    pytest.fail(f"{e}; {logs['master']} ends:\n{tail(logs['master'])}",
                                 pytrace=False)
         try:
-            _wait("the worker did not register",
+            wait_until("the worker did not register",
                   lambda: REGISTERED in logs["worker"].read_text(errors="replace"), procs)
         except RuntimeError as e:
-            pytest.fail(f"{e}; {logs['worker']} ends:\n{_tail(logs['worker'])}\n"
-                        f"{logs['master']} ends:\n{_tail(logs['master'])}", pytrace=False)
+            pytest.fail(f"{e}; {logs['worker']} ends:\n{tail(logs['worker'])}\n"
+                        f"{logs['master']} ends:\n{tail(logs['master'])}", pytrace=False)
         c = Cluster(url, work, time.monotonic() - t0)
         sys.stderr.write(f"Spark standalone cluster up in {c.started_in:.1f} s at {url}\n")
         yield c
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop_group(p)
 
 
 def _env(**env: str) -> dict[str, str]:
@@ -192,14 +146,7 @@ def kafkalog(*args: object, cwd: Path | None = None, **env: str) -> Result:
 
 @pytest.fixture
 def damaged(tmp_path: Path) -> Path:
-    """The sample with a flipped byte and a torn tail in demo-1's second segment."""
-    d = tmp_path / "sample"
-    shutil.copytree(FIXTURE, d)
-    log = d / "demo-1" / "00000000000000000263.log"
-    data = bytearray(log.read_bytes())
-    data[400] ^= 0x5A
-    log.write_bytes(bytes(data[:-7]))
-    return d
+    return damaged_copy(FIXTURE, tmp_path)
 
 
 def test_executors_cannot_import_the_installed_package(cluster: Cluster) -> None:
