@@ -567,8 +567,7 @@ def generate(dest: Path, log=print) -> None:
         timings["broker_stop"] = round(broker.stop(), 2)
         manifest["clean_shutdown_marker"] = (broker.log_dir / ".kafka_cleanshutdown").exists()
     finally:
-        broker.close()
-        shutil.copy(broker.log_path, dest / "broker.log")
+        close_broker(broker, dest)
 
     # --- Kafka's own index rebuild: delete every index, let the broker recover them
     t0 = time.monotonic()
@@ -590,8 +589,7 @@ def generate(dest: Path, log=print) -> None:
             "segments_recovered_by_broker": text.count("recovering segment and rebuilding"),
         }
     finally:
-        twin.close()
-        shutil.copy(twin.log_path, dest / "recovered-broker.log")
+        close_broker(twin, dest, "recovered-broker.log")
     timings["recovered_total"] = round(time.monotonic() - t0, 2)
 
     shutil.rmtree(dest / "work-broker", ignore_errors=True)
@@ -645,8 +643,19 @@ def generate_legacy(dest: Path, log=print) -> None:
         (dest / "consumed.json").write_text(json.dumps({"read_uncommitted": consumed}))
         manifest["timings"]["broker_stop"] = round(broker.stop(), 2)
     finally:
-        broker.close()
-        shutil.copy(broker.log_path, dest / "broker.log")
+        close_broker(broker, dest)
+    write_manifest(dest, manifest, consumed, t_all)
+
+
+def close_broker(broker: kafka_ref.KafkaBroker | kafka_ref.LegacyBroker, dest: Path,
+                 log_name: str = "broker.log") -> None:
+    """Stop it whatever happened (never leave a process behind); keep its log in the corpus."""
+    broker.close()
+    shutil.copy(broker.log_path, dest / log_name)
+
+
+def write_manifest(dest: Path, manifest: dict, consumed: list, t_all: float) -> None:
+    """A one-broker corpus's manifest.json, once the broker is gone (its work dir goes too)."""
     shutil.rmtree(dest / "work", ignore_errors=True)
     manifest["consumed_counts"] = {"read_uncommitted": len(consumed)}
     manifest["timings"]["total"] = round(time.monotonic() - t_all, 2)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,15 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import kafka_ref  # noqa: E402
-from broker_corpus import Corpus, _Data, _ensure, _wait_for_cleaner, consume_all  # noqa: E402
+from broker_corpus import (  # noqa: E402
+    Corpus,
+    _Data,
+    _ensure,
+    _wait_for_cleaner,
+    close_broker,
+    consume_all,
+    write_manifest,
+)
 
 RECIPE_VERSION = 1
 MAGIC1 = {"message.format.version": "0.10.2", "segment.bytes": 16384}
@@ -162,12 +169,8 @@ def generate(dest: Path, log=print) -> None:
         (dest / "consumed.json").write_text(json.dumps({"read_uncommitted": consumed}))
         manifest["timings"]["broker_stop"] = round(broker.stop(), 2)
     finally:
-        broker.close()
-        shutil.copy(broker.log_path, dest / "broker.log")
-    shutil.rmtree(dest / "work", ignore_errors=True)
-    manifest["consumed_counts"] = {"read_uncommitted": len(consumed)}
-    manifest["timings"]["total"] = round(time.monotonic() - t_all, 2)
-    (dest / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        close_broker(broker, dest)
+    write_manifest(dest, manifest, consumed, t_all)
 
 
 def ensure_kafka2_corpus(force: bool = False, log=print) -> Corpus:

