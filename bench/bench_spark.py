@@ -40,16 +40,22 @@ def make_input(partitions: int, mb: int) -> tuple[Path, int]:
     return OUT, total
 
 
+def _stat(path: Path) -> tuple[int, int]:
+    """(parent pid, user+system clock ticks) from a /proc .../stat file (a process or a
+    thread); OSError when it has gone."""
+    text = path.read_text()
+    f = text[text.rindex(")") + 2:].split()  # the name in parentheses may hold spaces
+    return int(f[1]), int(f[11]) + int(f[12])
+
+
 def _cpu_ticks() -> dict[int, tuple[int, int]]:
     """pid -> (parent pid, user+system clock ticks) for every process (Linux /proc)."""
     out: dict[int, tuple[int, int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            text = stat.read_text()
+            out[int(stat.parent.name)] = _stat(stat)
         except OSError:
             continue
-        f = text[text.rindex(")") + 2:].split()
-        out[int(stat.parent.name)] = (int(f[1]), int(f[11]) + int(f[12]))
     return out
 
 
@@ -72,16 +78,11 @@ def _jit_seconds() -> float:
     total = 0
     for comm in Path("/proc").glob("[0-9]*/task/[0-9]*/comm"):
         try:
-            if not comm.read_text().startswith(("C1 Compiler", "C2 Compiler")):
-                continue
-            if int((comm.parents[2] / "stat").read_text().split(") ")[1].split()[1]) \
-                    != os.getpid():
-                continue
-            f = (comm.parent / "stat").read_text()
-        except (OSError, ValueError, IndexError):
+            if comm.read_text().startswith(("C1 Compiler", "C2 Compiler")) and \
+                    _stat(comm.parents[2] / "stat")[0] == os.getpid():
+                total += _stat(comm.parent / "stat")[1]
+        except OSError:
             continue
-        f2 = f[f.rindex(")") + 2:].split()
-        total += int(f2[11]) + int(f2[12])
     return total / os.sysconf("SC_CLK_TCK")
 
 
