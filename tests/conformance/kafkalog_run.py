@@ -63,8 +63,10 @@ def run_kafkalog(*args: str | os.PathLike, timeout: float = 600.0, cwd: Path = R
 
 
 def parse_jsonl(text: str) -> list[dict]:
+    # JSON Lines are split on "\n" only: str.splitlines() also splits on U+0085, U+2028 and
+    # friends, which a JSON string may hold raw (random topic ids in KRaft records do).
     out = []
-    for i, line in enumerate(text.splitlines(), 1):
+    for i, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

@@ -192,3 +192,15 @@ def test_fixtures_are_reproducible(tmp_path):
 
     assert diffs(cmp) == [], "run `make fixtures` and commit the result"
     assert time.time() - t0 < 60
+
+
+def test_jsonl_keeps_one_record_per_newline_with_unicode_line_separators(tmp_path):
+    # U+0085, U+2028, U+2029 and the C0 separators are legal raw in a JSON string; a reader
+    # splitting on "\n" (the JSON Lines rule) must see one row per record, values intact
+    values = ["a\u2028b", "c\x85d", "e\u2029f", "g\x1c\x1d\x1eh", "i\r\nj", "k\x0bl\x0cm"]
+    data = "".join(json.dumps({"value": v}) + "\n" for v in values).encode()
+    assert run("append", tmp_path, "--topic", "t", "--partition", "0", stdin=data).code == 0
+    out = run("dump", tmp_path / "t-0", "--records", "--no-batches", "--format", "jsonl")
+    lines = out.out.decode().split("\n")
+    assert lines[-1] == ""
+    assert [json.loads(x)["value"] for x in lines[:-1]] == values
