@@ -273,7 +273,13 @@ def _tail(path: Path, n: int = 60) -> str:
 
 class _Managed:
     """close() and the context manager of a broker, from its start/stop/kill, `running` and
-    `_live`."""
+    `_live`; its bootstrap address from `port`."""
+
+    port: int
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
     def _live(self) -> bool:
         """Whether any of its processes may still run."""
@@ -358,10 +364,6 @@ class KafkaBroker(_Managed):
         self.clean_stop: bool | None = None
 
     # -- configuration
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
     def server_properties(self) -> dict:
         props = {
             "process.roles": "broker,controller",
@@ -900,10 +902,6 @@ class LegacyBroker(_Managed):
         self.start_seconds: float | None = None
         self.stop_seconds: float | None = None
 
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
     def server_properties(self) -> dict:
         props = dict(self.DEFAULT_PROPS)
         props.update({
@@ -924,7 +922,28 @@ class LegacyBroker(_Managed):
         return {}
 
     def start(self, timeout: float = 120.0) -> float:
+        """Start ZooKeeper (unless it runs) and Kafka. Returns seconds. A port taken between
+        its pick and the bind (see KafkaBroker.start) starts both again on new ports, at most
+        twice more."""
         t0 = time.monotonic()
+        for attempt in range(3):
+            if self.zk_proc is not None and self.zk_proc.poll() is None:  # Kafka only
+                if not _port_free(self.port):
+                    self.port = free_ports(1)[0]
+            elif attempt or not (_port_free(self.zk_port) and _port_free(self.port)):
+                self.zk_port, self.port = free_ports(2)
+            try:
+                self._start_once(timeout)
+            except KafkaProcessError:  # _start_once has stopped both by then
+                if attempt < 2 and "Address already in use" in self.log_text() + _tail(
+                        self.zk_log):
+                    continue
+                raise
+            break
+        self.start_seconds = time.monotonic() - t0
+        return self.start_seconds
+
+    def _start_once(self, timeout: float) -> None:
         self.zk_dir.mkdir(parents=True, exist_ok=True)
         self.log4j_path.write_text(
             "log4j.rootLogger=INFO, stdout\n"
@@ -959,14 +978,16 @@ class LegacyBroker(_Managed):
                 self.close()
                 raise KafkaProcessError("Kafka 0.9 exited during start-up:\n"
                                         + _tail(self.log_path))
-            if "started (kafka.server.KafkaServer)" in self.log_text() and port_open(self.port):
+            text = self.log_text()
+            if "started (kafka.server.KafkaServer)" in text and port_open(self.port):
                 break
+            if "Address already in use" in text:  # 0.9 does not exit when its bind fails
+                self.close()
+                raise KafkaProcessError("Kafka's port was taken:\n" + _tail(self.log_path))
             if time.monotonic() > deadline:
                 self.close()
                 raise KafkaProcessError("Kafka 0.9 not ready in time:\n" + _tail(self.log_path))
             time.sleep(0.1)
-        self.start_seconds = time.monotonic() - t0
-        return self.start_seconds
 
     def _zk_ok(self) -> bool:
         try:

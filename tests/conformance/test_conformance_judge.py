@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import time
 from collections import Counter
 from pathlib import Path
@@ -46,6 +47,27 @@ def test_broker_start_stop_kill(tmp_path):
     finally:
         b.close()
     assert pid not in kafka_ref._LIVE
+
+
+@pytest.mark.parametrize(("broker", "port"), [
+    ("KafkaBroker", "port"), ("KafkaBroker", "controller_port"), ("Kafka2Broker", "port"),
+    ("Kafka2Broker", "zk_port"), ("LegacyBroker", "port"), ("LegacyBroker", "zk_port")])
+def test_broker_moves_to_new_ports_when_one_is_taken_before_it_binds(
+        kafka_reference, tmp_path, monkeypatch, broker, port):
+    """The race the harness retries: a port free when picked, taken by the time the JVM
+    binds it (any connection on the machine may get it as its ephemeral port)."""
+    monkeypatch.setattr(kafka_ref, "_port_free", lambda p: True)  # the check sees no taker
+    b = getattr(kafka_ref, broker)(work_dir=tmp_path / "b")
+    taken = getattr(b, port)
+    with socket.socket() as hold:
+        hold.bind(("127.0.0.1", taken))
+        hold.listen()
+        t0 = time.monotonic()
+        with b:
+            assert b.running
+            assert getattr(b, port) != taken
+            assert kafka_ref.port_open(b.port)
+            assert time.monotonic() - t0 < 60  # a failed bind is noticed, not waited out
 
 
 def test_corpus_contains_every_feature(kafka_corpus):

@@ -24,9 +24,11 @@ import json
 import random
 import re
 import shutil
+import signal
 import struct
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import kafka_ref
@@ -52,8 +54,7 @@ PRODUCERS = {
 }
 DAMAGE = {"crash-a-0": "as-killed", "crash-a-1": "torn-7", "crash-a-2": "torn-header",
           "crash-b-0": "zero-fill", "crash-b-1": "crc-tail", "crash-b-2": "crc-middle"}
-MIN_BATCHES = 4  # in every active segment when the broker is killed ...
-MAX_FILL = 0.6  # ... which is at most this full, so that no roll can happen before the kill
+MIN_BATCHES = 4  # in every active segment when the broker is killed
 COMPLETED = re.compile(r"Completed load of Log\(dir=(\S+?), topicId=.*?logEndOffset=(\d+)\)")
 SEGMENT_FILES = (".log", ".index", ".timeindex", ".txnindex")
 
@@ -117,7 +118,7 @@ def damage(pdir: Path, kind: str) -> int:
 def _produce_until_killed(broker, stop: threading.Event, acked: dict, errors: list,
                           topic: str, settings: dict):
     from kafka import KafkaProducer
-    rnd = random.Random(hash(topic) & 0xFFFF)
+    rnd = random.Random(zlib.crc32(topic.encode()))  # the same bytes in every run
     try:
         p = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=2,
                           retries=5 if settings.get("enable_idempotence") else 0,
@@ -152,17 +153,15 @@ def _produce_until_killed(broker, stop: threading.Event, acked: dict, errors: li
 
 
 def _active_batches(log_dir: Path) -> dict[str, int]:
-    """Complete batches in each crash partition's active segment; 0 when it is too full
-    (a roll could come before the kill) or when no segment was rolled yet."""
+    """Complete batches in each crash partition's active segment; 0 when no segment was
+    rolled yet."""
     out = {}
     for tp in DAMAGE:
         segs = sorted((log_dir / tp).glob("*.log"))
         if len(segs) < 2:
             out[tp] = 0
             continue
-        data = segs[-1].read_bytes()
-        full = len(data) > MAX_FILL * CRASH_PROPS["log.segment.bytes"]
-        out[tp] = 0 if full else len(walk_batches(data))
+        out[tp] = len(walk_batches(segs[-1].read_bytes()))
     return out
 
 
@@ -191,13 +190,19 @@ def _crash(root: Path) -> dict:
         while True:
             time.sleep(0.05)
             elapsed = time.monotonic() - t0
+            if elapsed <= 3:
+                continue
+            # the broker is stopped while its files are judged, so no roll or append can come
+            # between the check and the kill: what was checked is what is killed
+            assert b.running
+            kafka_ref.kill_group(b.proc, signal.SIGSTOP)
             counts = _active_batches(b.log_dir)
-            if elapsed > 3 and min(counts.values()) >= MIN_BATCHES:
+            if min(counts.values()) >= MIN_BATCHES:
                 break
+            kafka_ref.kill_group(b.proc, signal.SIGCONT)
             assert elapsed < 60, f"producers too slow: {counts} errors={errors}"
-        assert b.running
         killed_pid = b.proc.pid
-        b.kill()  # SIGKILL while both producers are sending
+        b.kill()  # SIGKILL (of the stopped broker) while both producers are sending
     finally:
         stop.set()
         for th in threads:
