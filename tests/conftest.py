@@ -1,7 +1,19 @@
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# `make test` must give the same verdict on every clean clone: hypothesis draws the same
+# examples each run (derandomize), keeps no example database, and never fails a test for
+# being slow on a loaded machine (deadline, too_slow). KAFKALOG_HYPOTHESIS_PROFILE=explore
+# draws fresh examples each run, to hunt for new failures.
+settings.register_profile("ci", derandomize=True, database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("KAFKALOG_HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"

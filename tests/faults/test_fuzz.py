@@ -36,7 +36,7 @@ def exercise(pdir):
     return f
 
 
-@settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                   HealthCheck.function_scoped_fixture])
 @given(src=st.sampled_from(SOURCES), muts=st.lists(mutation, min_size=1, max_size=4))
 def test_mutated_segments_only_ever_give_findings(tmp_path_factory, src, muts):
