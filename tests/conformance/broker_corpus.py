@@ -434,6 +434,20 @@ def _dir_state(log_dir: Path) -> dict:
             for p in log_dir.rglob("*") if p.is_file() and "__cluster_metadata" not in str(p)}
 
 
+def consume_settled(broker, topics: list[str], levels: tuple[str, ...],
+                    compacted: list[str], log) -> dict[str, list[dict]]:
+    """consume_all at each isolation level, again (after the cleaner is done) while the log
+    dir changed under the consumer, so that what was read is what stays on disk."""
+    for _attempt in range(3):
+        before = _dir_state(broker.log_dir)
+        consumed = {lvl: consume_all(broker.bootstrap, topics, lvl) for lvl in levels}
+        if _dir_state(broker.log_dir) == before:
+            return consumed
+        log("corpus: log dir changed while consuming (cleaner?), consuming again")
+        _wait_for_cleaner(broker.log_dir, compacted, 30, log)
+    raise RuntimeError("log dir kept changing while consuming")
+
+
 def _summarize(log_dir: Path) -> dict:
     """What the broker actually wrote, according to kafka-dump-log (one JVM)."""
     files = sorted(str(p) for p in log_dir.glob("*/*.log"))
@@ -549,20 +563,10 @@ def generate(dest: Path, log=print) -> None:
                                                           log))
         step("consumer_groups", lambda: _consumer_groups(bs, log))
         step("cleaner", lambda: _wait_for_cleaner(broker.log_dir, COMPACTED_TOPICS, 60, log))
-        user_topics = [t for t in TOPICS]
-        consumed = {}
-        for _attempt in range(3):
-            before = _dir_state(broker.log_dir)
-            t0 = time.monotonic()
-            consumed = {lvl: consume_all(bs, user_topics, lvl)
-                        for lvl in ("read_uncommitted", "read_committed")}
-            timings["consume"] = round(time.monotonic() - t0, 2)
-            if _dir_state(broker.log_dir) == before:
-                break
-            log("corpus: log dir changed while consuming (cleaner?), consuming again")
-            _wait_for_cleaner(broker.log_dir, COMPACTED_TOPICS, 30, log)
-        else:
-            raise RuntimeError("log dir kept changing while consuming")
+        t0 = time.monotonic()
+        consumed = consume_settled(broker, list(TOPICS), ("read_uncommitted", "read_committed"),
+                                   COMPACTED_TOPICS, log)
+        timings["consume"] = round(time.monotonic() - t0, 2)
         (dest / "consumed.json").write_text(json.dumps(consumed))
         timings["broker_stop"] = round(broker.stop(), 2)
         manifest["clean_shutdown_marker"] = (broker.log_dir / ".kafka_cleanshutdown").exists()
