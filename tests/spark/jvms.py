@@ -51,6 +51,33 @@ def wait_until(what: str, ready: Callable[[], bool],
     raise RuntimeError(f"{what} within {START_TIMEOUT:.0f} s")
 
 
+def start_listening(what: str, cmd: Callable[[int], list[str]], log: Path, *, cwd: Path,
+                    env: dict[str, str], tries: int = 3) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a JVM server (in its own process group, output to `log`) on a port picked free,
+    and wait until it listens there. The port may be taken before the JVM binds it (any
+    outgoing connection on the machine may get it): the JVM must then fail rather than move
+    to another port (maxRetries 0), and starts again on a new one, `tries` times at most.
+    RuntimeError, with the log's tail, when it does not come up."""
+    for attempt in range(tries):
+        port = free_port()
+        start = log.stat().st_size if log.exists() else 0
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(cmd(port), cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        try:
+            wait_until(f"{what} did not listen on {port}", lambda p=port: listens(p), [proc])
+            return proc, port
+        except RuntimeError as e:
+            stop_group(proc)
+            with open(log, "rb") as f:
+                f.seek(start)
+                lost = b"Address already in use" in f.read()
+            if not lost or attempt + 1 == tries:
+                raise RuntimeError(f"{e}; {log} ends:\n{tail(log)}") from None
+    raise AssertionError("unreachable")
+
+
 def stop_group(proc: subprocess.Popen[bytes]) -> None:
     """A JVM started with start_new_session and whatever it started (executors, Python
     workers): TERM to the group, then KILL to what is left."""

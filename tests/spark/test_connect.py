@@ -25,7 +25,7 @@ import pytest
 
 from tests.cli.run import Result
 from tests.conftest import FIXTURE, ROOT
-from tests.spark.jvms import damaged_copy, free_port, listens, stop_group, tail, wait_until
+from tests.spark.jvms import damaged_copy, free_port, start_listening, stop_group, tail
 from tests.spark.test_spark import DEMO0, _b64, arrow_records, dump_records, spark_records
 
 pa = pytest.importorskip("pyarrow")
@@ -54,17 +54,19 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     log4j = work / "log4j2.properties"
     log4j.write_text(LOG4J2)  # WARN and up, on stderr, which goes to server.log
     log = work / "server.log"
-    port = free_port()
-    conf = {**quiet_conf(str(log4j), "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
+    base = {**quiet_conf(str(log4j), "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
             "spark.connect.grpc.binding.address": "127.0.0.1",
-            "spark.connect.grpc.binding.port": str(port),
             "spark.connect.grpc.port.maxRetries": "0",  # that port or none
             "spark.sql.shuffle.partitions": "2"}
-    cmd = [str(home / "bin" / "spark-submit"), "--class",
-           "org.apache.spark.sql.connect.service.SparkConnectServer",
-           "--name", "kafkalog-connect-tests", "--master", "local[2]"]
-    for k, v in conf.items():
-        cmd += ["--conf", f"{k}={v}"]
+
+    def cmd(port: int) -> list[str]:
+        out = [str(home / "bin" / "spark-submit"), "--class",
+               "org.apache.spark.sql.connect.service.SparkConnectServer",
+               "--name", "kafkalog-connect-tests", "--master", "local[2]"]
+        for k, v in {**base, "spark.connect.grpc.binding.port": str(port)}.items():
+            out += ["--conf", f"{k}={v}"]
+        return out
+
     env = {k: v for k, v in os.environ.items()
            if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "PYSPARK_SUBMIT_ARGS",
                         "SPARK_CONF_DIR", "KAFKALOG_SPARK_SHIP")}
@@ -72,16 +74,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                PYSPARK_DRIVER_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", TZ="UTC",
                PYTHONPATH=str(site))
     t0 = time.monotonic()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        try:
-            wait_until(f"the Spark Connect server did not listen on {port}",
-                       lambda: listens(port), [proc])
-        except RuntimeError as e:
-            pytest.fail(f"{e}; its log ({log}) ends:\n{Server('', log, 0).tail()}",
-                        pytrace=False)
+        proc, port = start_listening("the Spark Connect server", cmd, log, cwd=work, env=env)
+    except RuntimeError as e:
+        pytest.fail(str(e), pytrace=False)
+    try:
         s = Server(f"sc://127.0.0.1:{port}", log, time.monotonic() - t0)
         sys.stderr.write(f"Spark Connect server up in {s.started_in:.1f} s at {s.url}\n")
         yield s

@@ -26,7 +26,7 @@ import pytest
 
 from tests.cli.run import Result
 from tests.conftest import FIXTURE
-from tests.spark.jvms import damaged_copy, free_port, listens, stop_group, tail, wait_until
+from tests.spark.jvms import damaged_copy, start_listening, stop_group, tail, wait_until
 from tests.spark.test_spark import arrow_records, dump_records
 
 pa = pytest.importorskip("pyarrow")
@@ -78,29 +78,31 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                SPARK_DAEMON_JAVA_OPTS=JVM)
     (work / "conf").mkdir()
     (work / "conf" / "spark-defaults.conf").write_text(DEFAULTS)
-    port = free_port()
-    url = f"spark://127.0.0.1:{port}"
     cls = "org.apache.spark.deploy."
-    master_cmd = [str(home / "bin" / "spark-class"), cls + "master.Master", "--host",
-                  "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())]
-    worker_cmd = [str(home / "bin" / "spark-class"), cls + "worker.Worker", url, "--host",
-                  "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port",
-                  str(free_port()), "--work-dir", str(work / "work")]
+
+    def master_cmd(port: int) -> list[str]:
+        return [str(home / "bin" / "spark-class"), cls + "master.Master", "--host",
+                "127.0.0.1", "--port", str(port), "--webui-port", "0"]  # 0: any free port
+
     procs: list[subprocess.Popen[bytes]] = []
     logs = {"master": work / "master.log", "worker": work / "worker.log"}
     t0 = time.monotonic()
     try:
-        for name, cmd in (("master", master_cmd), ("worker", worker_cmd)):
-            with open(logs[name], "wb") as out:
-                procs.append(subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                              stdout=out, stderr=subprocess.STDOUT,
-                                              start_new_session=True))
-            if name == "master":  # the worker gives up on a master that is not there yet
-                try:
-                    wait_until(f"the master did not listen on {port}", lambda: listens(port), procs)
-                except RuntimeError as e:
-                    pytest.fail(f"{e}; {logs['master']} ends:\n{tail(logs['master'])}",
-                                pytrace=False)
+        try:  # before the worker, which gives up on a master that is not there yet
+            master, port = start_listening(
+                "the master", master_cmd, logs["master"], cwd=work,
+                env={**env, "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0"})
+        except RuntimeError as e:
+            pytest.fail(str(e), pytrace=False)
+        procs.append(master)
+        url = f"spark://127.0.0.1:{port}"
+        worker_cmd = [str(home / "bin" / "spark-class"), cls + "worker.Worker", url, "--host",
+                      "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0",
+                      "--work-dir", str(work / "work")]
+        with open(logs["worker"], "wb") as out:
+            procs.append(subprocess.Popen(worker_cmd, cwd=work, env=env,
+                                          stdin=subprocess.DEVNULL, stdout=out,
+                                          stderr=subprocess.STDOUT, start_new_session=True))
         try:
             wait_until("the worker did not register",
                   lambda: REGISTERED in logs["worker"].read_text(errors="replace"), procs)
