@@ -22,6 +22,8 @@ from kafkalog_cli.errors import LogDirIOError
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 
+PARTIAL = ".partial"  # a copy to another file system, until it is whole and durable
+
 
 def default_root(log_dir: Path) -> Path:
     log_dir = log_dir.resolve()
@@ -48,20 +50,39 @@ class Quarantine:
                 n += 1
                 d = self.base / f"{stamp}-{n}"
             try:
-                d.mkdir(parents=True)
+                self._mkdirs(d)
             except OSError as e:
                 raise LogDirIOError(f"{d}: cannot create the quarantine folder: {e.strerror} "
                                     "(choose one with --quarantine DIR)") from None
             self._dir = d
         return self._dir
 
+    def _mkdirs(self, d: Path) -> None:
+        """d and its missing parents, each made durable in its own parent (a power cut must
+        not lose the folder a moved file went to)."""
+        missing = []
+        while not d.exists():
+            missing.append(d)
+            d = d.parent
+        for m in reversed(missing):
+            m.mkdir(exist_ok=True)
+            if self.fsync:
+                fsync_dir(m.parent)
+
     def _dest(self, path: Path, suffix: str = "") -> Path:
+        """Where `path` goes: its place under the log dir, in this run's folder. Never a name
+        already there: one run may quarantine the same name more than once (each round of a
+        compact replaces the segment at the same base offset), so later ones get .2, .3..."""
         try:
             rel = path.resolve().relative_to(self.log_dir)
         except ValueError:
             rel = Path(path.name)
-        dest = self.dir / (str(rel) + suffix)
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        first = self.dir / (str(rel) + suffix)
+        self._mkdirs(first.parent)
+        dest, n = first, 1
+        while dest.exists() or dest.with_name(dest.name + PARTIAL).exists():
+            n += 1
+            dest = first.with_name(f"{first.name}.{n}")
         return dest
 
     def _record(self, entry: dict[str, Any]) -> None:
@@ -83,29 +104,42 @@ class Quarantine:
             crash_point("quarantine.remove.after")
             return
         dest = self._dest(path)
-        self._record({"action": "moved", "from": str(path), "to": str(dest), "reason": reason,
-                      **info})
+        self._record({"action": "moved", "from": os.path.abspath(path), "to": str(dest),
+                      "reason": reason, **info})
         try:
             os.rename(path, dest)
         except OSError as e:
             if e.errno != errno.EXDEV:
                 raise LogDirIOError(f"{path}: cannot move to {dest}: {e.strerror}") from None
-            shutil.copy2(path, dest)  # another file system: copy, make durable, then remove
-            with open(dest, "rb") as f:
-                os.fsync(f.fileno())
-            path.unlink()
+            self._copy_across(path, dest)
         if self.fsync:
             fsync_dir(dest.parent)
             fsync_dir(path.parent)
         crash_point("quarantine.remove.after")
+
+    def _copy_across(self, path: Path, dest: Path) -> None:
+        """A move to another file system: the copy is whole and durable under its final name
+        before the original goes, so a crash or power cut leaves at least one of them."""
+        partial = dest.with_name(dest.name + PARTIAL)
+        try:
+            shutil.copy2(path, partial)
+            with open(partial, "rb") as f:
+                os.fsync(f.fileno())
+            os.rename(partial, dest)
+            fsync_dir(dest.parent)
+        except OSError as e:
+            partial.unlink(missing_ok=True)
+            raise LogDirIOError(f"{path}: cannot copy to {dest}: {e.strerror}") from None
+        crash_point("quarantine.remove.copied")
+        path.unlink()
 
     def save_range(self, path: Path, start: int, end: int, reason: str, **info: Any) -> None:
         """Copy bytes [start, end) of `path` into the quarantine before they are cut."""
         if not self.enabled or end <= start:
             return
         dest = self._dest(path, f".bytes-{start}-{end}")
-        self._record({"action": "cut", "from": str(path), "to": str(dest), "start": start,
-                      "end": end, "reason": reason, **info})
+        self._record({"action": "cut", "from": os.path.abspath(path), "to": str(dest),
+                      "start": start, "end": end, "reason": reason, **info})
         with open(path, "rb") as src, open(dest, "wb") as out:
             src.seek(start)
             left = end - start

@@ -293,3 +293,25 @@ def test_an_aborted_transaction_goes_data_first_then_its_marker_after_the_horizo
     round_at(t1 + 1 + DAY, 300)
     assert markers() == []
     assert_clean_and_kafka_python_reads(ld)
+
+
+def test_a_many_round_compact_keeps_every_replaced_file_in_the_quarantine(tmp_path):
+    # each round replaces the segment at base 0 again: every version must stay, none
+    # overwritten by the next under the same name
+    ld = gen(tmp_path / "ld", 3, records=1200, keys=300)
+    pdir = ld / "demo-0"
+    *cleanable, _active = sorted(pdir.glob("*.log"))
+    before = {p.name: p.read_bytes() for p in cleanable}
+    q = tmp_path / "q"
+    r = run("compact", pdir, "--force", "--now", NOW, "--quarantine", q,
+            "--dedupe-buffer-size", str(24 * 20), "--format", "json")
+    assert r.code == 0, r.err
+    assert len(json.loads(r.out)["partitions"][0]["rounds"]) > 2
+    [stamp] = list(q.iterdir())
+    manifest = [json.loads(x) for x in (stamp / "manifest.jsonl").read_text().split("\n") if x]
+    moved = [m["to"] for m in manifest if m["action"] == "moved"]
+    assert len(moved) == len(set(moved))
+    assert all(Path(t).exists() for t in moved)
+    kept = {p.read_bytes() for p in stamp.rglob("*") if p.is_file()}
+    assert all(data in kept for data in before.values())  # every original segment, whole
+    assert all(Path(m["from"]).is_absolute() for m in manifest)
