@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.storage.lock import LogDirLock
-from kafkalog_cli.storage.logdir import PartitionDir, Target, open_target
+from kafkalog_cli.storage.logdir import PartitionDir, Target, open_target, scan_partition
 
 
 def partitions_of(paths: tuple[str, ...]
@@ -30,14 +30,24 @@ def partitions_of(paths: tuple[str, ...]
     return out
 
 
-def lock_dirs(parts: list[PartitionDir], stack: ExitStack) -> None:
-    """Take `.lock` in each log dir that holds one of `parts` (the dir a broker locks)."""
-    seen: set[Path] = set()
-    for part in parts:
-        root = part.path.parent.resolve()
-        if root not in seen:
-            seen.add(root)
-            stack.enter_context(LogDirLock(root))
+def lock_dirs(parts: list[PartitionDir], stack: ExitStack, *, dry_run: bool = False,
+              interrupted_ok: bool = False) -> list[PartitionDir]:
+    """Take `.lock` in each log dir that holds one of `parts` (the dir a broker locks), then
+    scan them again: what another run changed before the lock was ours is what counts.
+    A dry run takes no lock and keeps the scan. Unless `interrupted_ok` (recover, whose job
+    they are), a partition with .cleaned/.swap files is refused."""
+    if not dry_run:
+        seen: set[Path] = set()
+        for part in parts:
+            root = part.path.parent.resolve()
+            if root not in seen:
+                seen.add(root)
+                stack.enter_context(LogDirLock(root))
+        parts = [scan_partition(p.path, p.log_dir) for p in parts]
+    if not interrupted_ok:
+        for part in parts:
+            part.refuse_if_interrupted()
+    return parts
 
 
 def partition_bytes(parts: list[PartitionDir]) -> int:

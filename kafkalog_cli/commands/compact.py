@@ -87,8 +87,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
     work = False
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
-        if not dry_run:
-            lock_dirs(parts, stack)
+        parts = lock_dirs(parts, stack, dry_run=dry_run)
         bar = stack.enter_context(progress(partition_bytes(parts), "compact"))
         for part in ticking(parts, bar):
             if not part.segments:

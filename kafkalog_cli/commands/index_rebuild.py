@@ -51,8 +51,9 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
     changed = damaged = 0
     targets = partitions_of(paths)
     with ExitStack() as stack:
-        if not dry_run:
-            lock_dirs([p for _t, parts, _b in targets for p in parts], stack)
+        fresh = {p.path: p for p in lock_dirs([p for _t, parts, _b in targets for p in parts],
+                                              stack, dry_run=dry_run)}
+        targets = [(t, [fresh[p.path] for p in parts], b) for t, parts, b in targets]
         bar = stack.enter_context(progress(
             partition_bytes([p for _t, parts, _b in targets for p in parts]), "index-rebuild"))
         for _t, parts, bases in targets:

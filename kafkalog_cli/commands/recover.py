@@ -111,8 +111,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
         parts = [x for t in targets for x in t.partitions()]
         if not parts:
             raise UsageError("no partition dirs found under " + ", ".join(paths))
-        if not dry_run:
-            lock_dirs(parts, stack)
+        parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True)
         quarantines: dict[Path, Quarantine] = {}
         rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}

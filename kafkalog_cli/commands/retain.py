@@ -82,8 +82,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
         parts = [x for p in paths for x in open_target(p).partitions()]
-        if not dry_run:
-            lock_dirs(parts, stack)
+        parts = lock_dirs(parts, stack, dry_run=dry_run)
         quarantines: dict[Path, Quarantine | None] = {}
         for part in parts:
             log_dir = part.path.parent.resolve()

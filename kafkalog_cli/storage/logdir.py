@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.codec.checkpoint import parse_offsets
-from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
+from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.naming import FileKind, FileName, PartitionName
 from kafkalog_cli.storage.segment import Segment
@@ -45,6 +45,17 @@ class PartitionDir:
 
     def has(self, name: str) -> bool:
         return any(f.name == name for f in self.special)
+
+    def refuse_if_interrupted(self) -> None:
+        """Refuse to change a partition holding a .cleaned or .swap file: a segment
+        replacement (a compact's, or a broker cleaner's) was cut short, and until `recover`
+        (or a broker's LogLoader) finishes or undoes it, a plan made on the files that look
+        current would be undone by it or collide with it. (.deleted files are harmless:
+        what they held was already replaced.)"""
+        for f in self.temp_files:
+            if f.temp in (naming.CLEANED, naming.SWAP):
+                raise KafkalogError(f"{self.path / f.name}: left by an interrupted segment "
+                                    "replacement; run `kafkalog recover` first")
 
 
 @dataclass

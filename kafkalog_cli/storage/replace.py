@@ -152,6 +152,10 @@ def apply_loader_actions(actions: list[LoaderAction], quarantine: Quarantine,
             quarantine.remove(a.path, a.reason)
         else:
             assert a.to is not None
+            if a.to.exists():
+                # a swap holding no records spans [base, base), so the range rule removed
+                # nothing: the file it replaces goes to the quarantine, not under the rename
+                quarantine.remove(a.to, "replaced by a finished swap")
             _rename(a.path, a.to, "loader.strip-swap")
         dirs.add(a.path.parent)
     if fsync:

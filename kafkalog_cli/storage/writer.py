@@ -137,9 +137,7 @@ class PartitionWriter:
                 fsync_dir(d.parent)
         self._write_partition_metadata()
         part = scan_partition(d)
-        if part.temp_files:
-            raise KafkalogError(f"{d}: holds {part.temp_files[0].name} from an interrupted "
-                                "operation; run `kafkalog recover` first")
+        part.refuse_if_interrupted()
         if not part.segments:
             self.active = _Active(d, 0, self.cfg, self.clock())
             self.active.preallocate()

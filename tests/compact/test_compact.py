@@ -315,3 +315,57 @@ def test_a_many_round_compact_keeps_every_replaced_file_in_the_quarantine(tmp_pa
     kept = {p.read_bytes() for p in stamp.rglob("*") if p.is_file()}
     assert all(data in kept for data in before.values())  # every original segment, whole
     assert all(Path(m["from"]).is_absolute() for m in manifest)
+
+
+def _interrupted_with_an_empty_swap(tmp_path: Path) -> tuple[Path, Path, bytes]:
+    """A compact killed once its first group (wholly superseded: no record stays) is a
+    .swap: `0.log.swap` is empty, `0.log` still holds the old records."""
+    ld = tmp_path / "ld"
+    assert run("generate", ld, "--records", "3000", "--keys", "5", "--segment-bytes", "40000",
+               "--seed", "1").code == 0
+    pdir = ld / "demo-0"
+    old = (pdir / "00000000000000000000.log").read_bytes()
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "compact", str(pdir), "--force",
+                        "--now", str(NOW), "--segment-bytes", "40000", "--quarantine",
+                        str(tmp_path / "q")],
+                       env=dict(os.environ, KAFKALOG_CRASH_AT="replace.swapped:1"),
+                       capture_output=True)
+    assert p.returncode == 99, p.stderr
+    assert (pdir / "00000000000000000000.log.swap").stat().st_size == 0
+    return ld, pdir, old
+
+
+def _state(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()
+            and p.name != ".lock"}
+
+
+def test_nothing_but_recover_changes_a_partition_with_an_interrupted_replacement(tmp_path):
+    ld, pdir, _old = _interrupted_with_an_empty_swap(tmp_path)
+    before = _state(ld)
+    for args in (["compact", pdir, "--force", "--now", NOW],
+                 ["retain", ld, "--retention-bytes", "1", "--ignore-high-watermark"],
+                 ["index-rebuild", pdir],
+                 ["append", ld, "--topic", "demo", "--partition", "0"]):
+        r = run(*args, stdin=b'{"value": "x"}\n')
+        assert r.code == 8, (args, r.err)
+        assert f"{pdir}/00000000000000000000." in r.err
+        assert ".swap: left by an interrupted segment replacement; run `kafkalog recover` " \
+               "first" in r.err
+        assert _state(ld) == before, args
+    assert run("recover", ld, "--quarantine", tmp_path / "q2").code in (0, 1)
+    assert run("compact", pdir, "--force", "--now", NOW, "--no-quarantine").code == 0
+    assert_clean_and_kafka_python_reads(ld)
+
+
+def test_recover_finishing_an_empty_swap_quarantines_the_segment_it_replaces(tmp_path):
+    ld, pdir, old = _interrupted_with_an_empty_swap(tmp_path)
+    q = tmp_path / "q2"
+    assert run("recover", ld, "--quarantine", q).code in (0, 1)
+    assert (pdir / "00000000000000000000.log").read_bytes() == b""  # the swap, in place
+    [stamp] = list(q.iterdir())
+    manifest = [json.loads(x) for x in (stamp / "manifest.jsonl").read_text().split("\n") if x]
+    [entry] = [m for m in manifest if m["from"] == str(pdir / "00000000000000000000.log")]
+    assert entry["reason"] == "replaced by a finished swap"
+    assert Path(entry["to"]).read_bytes() == old
+    assert_clean_and_kafka_python_reads(ld)
