@@ -24,8 +24,11 @@ from kafkalog_cli.commands import options
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.checkpoints import update_offsets
-from kafkalog_cli.storage.files import atomic_write
+from kafkalog_cli.storage.checkpoints import (
+    restore_clean_shutdown,
+    suspend_clean_shutdown,
+    update_offsets,
+)
 from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
 
@@ -190,7 +193,10 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         logdir.mkdir(parents=True, exist_ok=True)
         stack.enter_context(LogDirLock(logdir))
         w = PartitionWriter(logdir / naming.partition_dir_name(topic, partition), topic,
-                            partition, cfg, now_ms=now_ms).open()
+                            partition, cfg, now_ms=now_ms)
+        w.check()
+        marker = suspend_clean_shutdown(logdir, fsync=fsync)  # back once all is consistent
+        w.open()
         seq = base_sequence
         recs = read_records(src, name, input_format, payload, separator, clock)
         for batch in _batches(recs, batch_records, batch_bytes):
@@ -225,12 +231,12 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         key = (topic, partition)
         update_offsets(logdir / naming.RECOVERY_POINT, {key: leo}, fsync=fsync)
         update_offsets(logdir / naming.REPLICATION, {key: leo}, fsync=fsync)
-        first_base = min((int(p.name[:20]) for p in w.directory.glob("*.log")), default=0)
-        if not (logdir / naming.LOG_START).exists() or w.log_start_offset <= first_base:
-            update_offsets(logdir / naming.LOG_START, {key: None}, fsync=fsync)
-        if clean_shutdown:
-            atomic_write(logdir / naming.CLEAN_SHUTDOWN, b'{"version":0,"brokerEpoch":0}',
-                         fsync=fsync)
+        # an entry already there stays (a log start that DeleteRecords or retention moved)
+        if not (logdir / naming.LOG_START).exists():
+            update_offsets(logdir / naming.LOG_START, {}, fsync=fsync)
+        if marker is not None or clean_shutdown:
+            restore_clean_shutdown(logdir, marker or b'{"version":0,"brokerEpoch":0}',
+                                   fsync=fsync)
     note(f"appended {count} records to {topic}-{partition}; log end offset {leo}"
          + (f" ({w.rolls} segment rolls)" if w.rolls else ""))
     return 0

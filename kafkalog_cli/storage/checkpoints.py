@@ -1,4 +1,5 @@
-"""Reading and atomically updating a log dir's root checkpoint files."""
+"""Reading and atomically updating a log dir's root checkpoint files and its clean-shutdown
+marker."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from pathlib import Path
 
 from kafkalog_cli.codec.checkpoint import format_offsets, parse_offsets
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.files import atomic_write
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.files import atomic_write, fsync_dir
 
 
 def read_offsets(path: Path) -> dict[tuple[str, int], int]:
@@ -36,3 +38,23 @@ def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,
         else:
             entries[key] = value
     atomic_write(path, format_offsets(entries).encode(), fsync=fsync)
+
+
+def suspend_clean_shutdown(log_dir: Path, *, fsync: bool = True) -> bytes | None:
+    """Remove `.kafka_cleanshutdown` before files are changed in place; returns what it held
+    (None when there was none), for restore_clean_shutdown once everything is consistent.
+    While it is there a broker recovers nothing, so a crash mid-write with it in place would
+    leave torn tails and stale indexes trusted (the broker itself deletes it at start-up)."""
+    path = log_dir / naming.CLEAN_SHUTDOWN
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    path.unlink()
+    if fsync:
+        fsync_dir(log_dir)
+    return data
+
+
+def restore_clean_shutdown(log_dir: Path, data: bytes, *, fsync: bool = True) -> None:
+    atomic_write(log_dir / naming.CLEAN_SHUTDOWN, data, fsync=fsync)

@@ -29,10 +29,11 @@ from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError
 from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir
-from kafkalog_cli.storage.logdir import scan_partition
+from kafkalog_cli.storage.logdir import PartitionDir, scan_partition
 from kafkalog_cli.storage.producers import ProducerState
-from kafkalog_cli.storage.rebuild import rebuild_segment
+from kafkalog_cli.storage.rebuild import Rebuilt, rebuild_segment
 from kafkalog_cli.storage.segment import Segment
 
 
@@ -125,30 +126,45 @@ class PartitionWriter:
     epochs: list[tuple[int, int]] = field(default_factory=list)
     last_snapshot: int = -1
     rolls: int = 0
+    _checked: tuple[PartitionDir, Rebuilt | None] | None = None
 
     def clock(self) -> int:
         return self.now_ms if self.now_ms is not None else int(time.time() * 1000)
 
+    def check(self) -> None:
+        """Refuse, changing nothing, a partition that cannot take appends: an interrupted
+        replacement, or an active segment that ends in damage. open() checks too; call
+        this first to do something before the first write once the checks pass."""
+        d = self.directory
+        part = scan_partition(d) if d.exists() else PartitionDir(d, None)
+        part.refuse_if_interrupted()
+        r = None
+        if part.segments:
+            seg = part.segments[-1]
+            r = rebuild_segment(seg, self.cfg.index_interval_bytes)
+            if r.stop is not None or r.truncated:
+                raise KafkalogError(f"{seg.log_path}:{r.valid_bytes}: the active segment ends "
+                                    "in damage; run `kafkalog recover` first")
+        self._checked = (part, r)
+
     def open(self) -> PartitionWriter:
+        if self._checked is None:
+            self.check()
+        assert self._checked is not None
+        part, r = self._checked
         d = self.directory
         if not d.exists():
             d.mkdir(parents=True)
             if self.cfg.fsync:
                 fsync_dir(d.parent)
         self._write_partition_metadata()
-        part = scan_partition(d)
-        part.refuse_if_interrupted()
-        if not part.segments:
+        if r is None:
             self.active = _Active(d, 0, self.cfg, self.clock())
             self.active.preallocate()
             return self
         seg = part.segments[-1]
         self.log_start_offset = part.segments[0].base_offset
         self._load_producer_state(part.snapshots, part.segments)
-        r = rebuild_segment(seg, self.cfg.index_interval_bytes)
-        if r.stop is not None or r.truncated:
-            raise KafkalogError(f"{seg.log_path}:{r.valid_bytes}: the active segment ends in "
-                                "damage; run `kafkalog recover` first")
         a = _Active(d, seg.base_offset, self.cfg, self.clock())
         # Kafka keeps the existing entries of a reopened segment and restarts its counter
         try:
@@ -242,6 +258,7 @@ class PartitionWriter:
             a.log.write(data)
         except OSError as e:
             raise LogDirIOError(f"{a._p(naming.LOG)}: write failed: {e.strerror}") from None
+        crash_point("writer.appended")
         a.size += len(data)
         if b.max_timestamp > a.max_ts:
             a.max_ts, a.max_ts_offset = b.max_timestamp, b.last_offset

@@ -3,6 +3,7 @@
 import filecmp
 import itertools
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -204,3 +205,36 @@ def test_jsonl_keeps_one_record_per_newline_with_unicode_line_separators(tmp_pat
     lines = out.out.decode().split("\n")
     assert lines[-1] == ""
     assert [json.loads(x)["value"] for x in lines[:-1]] == values
+
+
+def _lines(n: int) -> bytes:
+    return b"".join(b"%d\n" % i for i in range(n))
+
+
+def test_append_lifts_the_clean_shutdown_marker_while_it_writes(sample):
+    # with the marker a broker recovers nothing: a crash mid-append must not leave it
+    marker = sample / ".kafka_cleanshutdown"
+    original = marker.read_bytes()
+    env = dict(os.environ, KAFKALOG_CRASH_AT="writer.appended:3")
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "append", str(sample), "--topic",
+                        "demo", "--partition", "0", "--input-format", "lines",
+                        "--batch-records", "10"], input=_lines(100), env=env,
+                       capture_output=True)
+    assert p.returncode == 99, p.stderr
+    assert not marker.exists()
+    assert run("recover", sample).code in (0, 1)
+    # a finished append puts back what the broker wrote there (its broker epoch included)
+    marker.write_bytes(original)
+    r = run("append", sample, "--topic", "demo", "--partition", "0", "--input-format",
+            "lines", stdin=_lines(5))
+    assert r.code == 0, r.err
+    assert marker.read_bytes() == original
+
+
+def test_append_keeps_the_log_start_offset_a_broker_checkpointed(sample):
+    ckpt = sample / "log-start-offset-checkpoint"
+    ckpt.write_text("0\n1\ndemo 0 150\n")  # as DeleteRecords(demo-0, 150) leaves it
+    r = run("append", sample, "--topic", "demo", "--partition", "0", "--input-format",
+            "lines", stdin=_lines(3))
+    assert r.code == 0, r.err
+    assert ckpt.read_text().split("\n")[2] == "demo 0 150"
