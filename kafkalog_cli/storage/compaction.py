@@ -33,6 +33,7 @@ from kafkalog_cli.codec.message_v01 import LegacyBatch, encode_message_set
 from kafkalog_cli.codec.model import Header
 from kafkalog_cli.errors import CorruptDataError, KafkalogError
 from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.offset_map import ENTRY, FullError, OffsetMap
@@ -363,10 +364,8 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
         base = group[0].base_offset
         out_path = part.path / naming.segment_file_name(base, naming.LOG, naming.CLEANED)
         if not dry_run:
-            for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
-                (part.path / naming.segment_file_name(base, kind, naming.CLEANED)).unlink(
-                    missing_ok=True)
-        out = None if dry_run else open(out_path, "wb")  # noqa: SIM115 - closed in finally
+            _remove_cleaned(part.path, base)
+        out = None if dry_run else open(out_path, "wb")  # noqa: SIM115 - closed below, also on failure
         try:
             for seg in group:
                 seg_mtime = int(os.stat(seg.log_path).st_mtime * 1000)
@@ -386,18 +385,30 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
                     if out is not None:
                         out.write(data)
             if out is not None:
+                crash_point("compact.cleaned.written")
                 out.flush()
                 if fsync:
                     os.fsync(out.fileno())
-        finally:
+                out.close()
+                _finish_cleaned(part, group, base, tracker.retained, cfg, fsync)
+        except BaseException:
+            # a failed write (a full disk, a batch that does not decode) leaves no .cleaned
+            # behind: until it reaches .swap the old segments are the log
             if out is not None:
                 out.close()
+                _remove_cleaned(part.path, base)
+            raise
         if dry_run:
             continue
-        _finish_cleaned(part, group, base, tracker.retained, cfg, fsync)
         replace_segments(part.path, [base], [s.base_offset for s in group],
                          quarantine or _NullQuarantine(part.path.parent), fsync=fsync)
     return res
+
+
+def _remove_cleaned(directory: Path, base: int) -> None:
+    for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
+        (directory / naming.segment_file_name(base, kind, naming.CLEANED)).unlink(
+            missing_ok=True)
 
 
 def _finish_cleaned(part: PartitionDir, group: list[Segment], base: int,

@@ -369,3 +369,25 @@ def test_recover_finishing_an_empty_swap_quarantines_the_segment_it_replaces(tmp
     assert entry["reason"] == "replaced by a finished swap"
     assert Path(entry["to"]).read_bytes() == old
     assert_clean_and_kafka_python_reads(ld)
+
+
+@pytest.mark.parametrize("fault", ["KAFKALOG_FAIL_AT", "KAFKALOG_CRASH_AT"])
+def test_a_compact_that_fails_before_its_swap_leaves_the_log_as_it_was(tmp_path, fault):
+    # a full disk while the cleaned segment is written: one error line, no .cleaned left
+    # (a kill leaves one, which recover removes)
+    ld = gen(tmp_path / "ld", 4, records=900, keys=20)
+    pdir = ld / "demo-0"
+    before = _state(pdir)
+    env = dict(os.environ, **{fault: "compact.cleaned.written"})
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "compact", str(pdir), "--force",
+                        "--now", str(NOW)], env=env, capture_output=True, text=True)
+    if fault == "KAFKALOG_FAIL_AT":
+        assert p.returncode == 8, p.stderr
+        [line] = p.stderr.strip().split("\n")
+        assert line.startswith("kafkalog: error: ") and "No space left on device" in line
+        assert _state(pdir) == before
+    else:
+        assert p.returncode == 99
+        assert list(pdir.glob("*.cleaned"))
+        assert run("recover", ld).code in (0, 1)
+        assert _state(pdir) == before
