@@ -8,6 +8,7 @@ a folder holding several log dirs (an archive). Files we do not recognise are ke
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +94,16 @@ def _listdir(path: Path) -> list[os.DirEntry[str]]:
         raise LogDirIOError(f"{path}: cannot list directory: {e.strerror}") from None
 
 
+def _special(entry: os.DirEntry[str]) -> bool:
+    """A FIFO, socket or device (or a link to one) where a file would be."""
+    try:
+        mode = entry.stat().st_mode
+    except OSError:
+        return False  # a dangling link: reading it fails with one clear error
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or \
+        stat.S_ISBLK(mode)
+
+
 def scan_partition(path: Path, log_dir: LogDir | None = None) -> PartitionDir:
     part = PartitionDir(path, naming.parse_partition_dir(path.name), log_dir=log_dir)
     segs: dict[int, Segment] = {}
@@ -101,6 +112,9 @@ def scan_partition(path: Path, log_dir: LogDir | None = None) -> PartitionDir:
         fn = naming.parse_file_name(entry.name)
         if entry.is_dir(follow_symlinks=False):
             part.unknown.append(entry.name + "/")
+            continue
+        if not entry.is_file() and _special(entry):  # reading it could block for ever
+            part.unknown.append(entry.name)
             continue
         if fn.kind is FileKind.SEGMENT:
             assert fn.offset is not None

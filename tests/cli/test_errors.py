@@ -2,11 +2,13 @@
 traceback, and nothing half-written."""
 
 import os
+import subprocess
+import sys
 
 import pytest
 
 from kafkalog_cli.cli import COMMANDS
-from tests.cli.run import run
+from tests.cli.run import Result, run
 
 USAGE, OPERATIONAL, PROBLEMS = 16, 8, 4
 
@@ -49,6 +51,22 @@ def test_unreadable_segment(sample, cmd):
     r = run(cmd, pdir)
     check(r, {0, 1, PROBLEMS, OPERATIONAL})
     assert {p: p.read_bytes() for p in sample.rglob("*") if p.is_file()} == before or r.code == 1
+
+
+@pytest.mark.parametrize("cmd", PATH_COMMANDS)
+def test_a_fifo_named_like_a_segment_is_passed_over_not_read(sample, cmd):
+    # opening a FIFO for reading blocks until a writer comes: it must never be opened
+    pdir = sample / "demo-0"
+    os.mkfifo(pdir / "00000000000000999999.log")
+    try:
+        p = subprocess.run([sys.executable, "-m", "kafkalog_cli", cmd, pdir], timeout=60,
+                           capture_output=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{cmd} blocked on the FIFO")
+    r = Result(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"))
+    check(r, {0, 1, PROBLEMS})
+    if cmd == "verify":
+        assert b"UNKNOWN_FILE" in r.out and b"00000000000000999999.log" in r.out
 
 
 @pytest.mark.parametrize(("args", "code"), [
