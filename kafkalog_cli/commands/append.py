@@ -169,6 +169,10 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         raise UsageError("magic 0/1 has no producer fields, transactions or zstd")
     if ".." in topic or "/" in topic or not topic:
         raise UsageError(f"invalid topic name {topic!r}")
+    if logdir.is_dir() and any(naming.parse_file_name(p.name).kind is naming.FileKind.SEGMENT
+                               for p in logdir.iterdir()):
+        raise UsageError(f"{logdir}: is a partition dir (it holds segment files); give the log "
+                         "dir that holds it")
     clock = now_ms if now_ms is not None else int(time.time() * 1000)
     codec_id = compression.BY_NAME[codec]
     ts_type = 1 if timestamp_type == "log-append" else 0

@@ -85,6 +85,7 @@ def test_a_fifo_named_like_a_segment_is_passed_over_not_read(sample, cmd):
     (["append", "{p}", "--topic", "t", "--partition", "0", "--magic", "0", "--codec", "zstd"],
      USAGE),
     (["append", "{p}", "--topic", "t", "--partition", "0", "--input", "/nonexistent"], USAGE),
+    (["append", "{p}/demo-0", "--topic", "demo", "--partition", "0"], USAGE),  # not a log dir
     (["recover", "{p}", "--quarantine", "/tmp/q", "--no-quarantine"], USAGE),
     (["retain", "{p}", "--topic-config", "/nonexistent.json"], USAGE),
     (["compact", "{p}"], USAGE),  # a log dir without --topic/--all
