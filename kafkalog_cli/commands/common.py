@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from pathlib import Path
 
 from kafkalog_cli.errors import UsageError
+from kafkalog_cli.output.console import warn
 from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.logdir import PartitionDir, Target, open_target, scan_partition
+from kafkalog_cli.storage.naming import LOCK
 
 
 def partitions_of(paths: tuple[str, ...]
@@ -34,17 +35,24 @@ def lock_dirs(parts: list[PartitionDir], stack: ExitStack, *, dry_run: bool = Fa
               interrupted_ok: bool = False) -> list[PartitionDir]:
     """Take `.lock` in each log dir that holds one of `parts` (the dir a broker locks), then
     scan them again: what another run changed before the lock was ours is what counts.
-    A dry run takes no lock and keeps the scan. Unless `interrupted_ok` (recover, whose job
-    they are), a partition with .cleaned/.swap files is refused."""
-    if not dry_run:
-        seen: set[Path] = set()
-        for part in parts:
-            root = part.path.parent.resolve()
-            if root not in seen:
-                seen.add(root)
-                stack.enter_context(LogDirLock(root))
-        parts = [scan_partition(p.path, p.log_dir) for p in parts]
-    if not interrupted_ok:
+    A dry run takes no lock (it warns when another process holds one) and keeps the scan.
+    Unless `interrupted_ok` (recover, whose job they are), a partition with .cleaned/.swap
+    files is refused."""
+    roots = dict.fromkeys(part.path.parent.resolve() for part in parts)
+    if dry_run:
+        for root in roots:
+            if LogDirLock(root).held_elsewhere():
+                warn(f"{root / LOCK}: held by another process (a running broker?): what "
+                     "this dry run reports may change under it")
+        return _refuse_interrupted(parts, interrupted_ok)
+    for root in roots:
+        stack.enter_context(LogDirLock(root))
+    return _refuse_interrupted([scan_partition(p.path, p.log_dir) for p in parts],
+                               interrupted_ok)
+
+
+def _refuse_interrupted(parts: list[PartitionDir], ok: bool) -> list[PartitionDir]:
+    if not ok:
         for part in parts:
             part.refuse_if_interrupted()
     return parts

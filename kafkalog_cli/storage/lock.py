@@ -35,6 +35,23 @@ class LogDirLock:
         self._fd = fd
         return self
 
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the lock now (what a dry run, which takes no lock
+        and writes nothing, can tell its reader). False when there is no .lock file."""
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        else:
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
     def release(self) -> None:
         if self._fd is not None:
             fcntl.lockf(self._fd, fcntl.LOCK_UN)

@@ -163,10 +163,19 @@ def test_a_held_lock_makes_every_mutating_command_refuse(sample):
     try:
         assert holder.stdout.readline().strip() == b"locked"
         for args in (["append", sample, "--topic", "demo", "--partition", "0"],
-                     ["index-rebuild", sample / "demo-0"]):
+                     ["index-rebuild", sample / "demo-0"],
+                     ["recover", sample], ["retain", sample, "--retention-bytes", "1"],
+                     ["compact", sample / "demo-0", "--force"]):
             r = run(*args, stdin=b'{"value": "x"}\n')
             assert r.code == 8, r.err
             assert "holds the log dir lock" in r.err
+        # a dry run takes no lock, but says its report may not hold
+        for args in (["recover", sample, "--dry-run"], ["compact", sample / "demo-0",
+                                                        "--dry-run"],
+                     ["retain", sample, "--dry-run"], ["index-rebuild", sample, "--dry-run"]):
+            r = run(*args)
+            assert r.code in (0, 1, 4), r.err
+            assert f"{sample.resolve() / '.lock'}: held by another process" in r.err, args
     finally:
         holder.kill()
         holder.wait()
