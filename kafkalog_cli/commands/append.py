@@ -25,6 +25,7 @@ from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import (
+    read_offsets,
     restore_clean_shutdown,
     suspend_clean_shutdown,
     update_offsets,
@@ -199,8 +200,12 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         w = PartitionWriter(logdir / naming.partition_dir_name(topic, partition), topic,
                             partition, cfg, now_ms=now_ms)
         w.check()
+        starts = read_offsets(logdir / naming.LOG_START)
+        for ckpt in (naming.RECOVERY_POINT, naming.REPLICATION):
+            read_offsets(logdir / ckpt)  # one that does not parse refuses before any write
         marker = suspend_clean_shutdown(logdir, fsync=fsync)  # back once all is consistent
         w.open()
+        end_before = w.next_offset
         seq = base_sequence
         recs = read_records(src, name, input_format, payload, separator, clock)
         for batch in _batches(recs, batch_records, batch_bytes):
@@ -235,12 +240,14 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         key = (topic, partition)
         update_offsets(logdir / naming.RECOVERY_POINT, {key: leo}, fsync=fsync)
         update_offsets(logdir / naming.REPLICATION, {key: leo}, fsync=fsync)
-        # an entry already there stays (a log start that DeleteRecords or retention moved)
-        if not (logdir / naming.LOG_START).exists():
-            update_offsets(logdir / naming.LOG_START, {}, fsync=fsync)
+        # a log start that DeleteRecords or retention moved into the old log stays; any other
+        # entry goes (past the old end, a broker's loader would delete the whole log)
+        start = starts.get(key)
+        keep = start is not None and w.log_start_offset < start <= end_before
+        update_offsets(logdir / naming.LOG_START, {} if keep else {key: None}, fsync=fsync)
         if marker is not None or clean_shutdown:
-            restore_clean_shutdown(logdir, marker or b'{"version":0,"brokerEpoch":0}',
-                                   fsync=fsync)
+            restore_clean_shutdown(logdir, b'{"version":0,"brokerEpoch":0}' if marker is None
+                                   else marker, fsync=fsync)
     note(f"appended {count} records to {topic}-{partition}; log end offset {leo}"
          + (f" ({w.rolls} segment rolls)" if w.rolls else ""))
     return 0

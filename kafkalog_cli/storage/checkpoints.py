@@ -8,15 +8,17 @@ from pathlib import Path
 from kafkalog_cli.codec.checkpoint import format_offsets, parse_offsets
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.files import atomic_write, fsync_dir
+from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
 
 
 def read_offsets(path: Path) -> dict[tuple[str, int], int]:
     """Entries of an offset checkpoint; empty when absent. Raises on a malformed file."""
-    if not path.exists():
+    try:
+        data = read_regular(path)
+    except FileNotFoundError:
         return {}
     try:
-        return parse_offsets(path.read_text("utf-8"))
+        return parse_offsets(data.decode("utf-8"))
     except CorruptDataError as e:
         raise e.located(str(path)) from None
 
@@ -47,7 +49,7 @@ def suspend_clean_shutdown(log_dir: Path, *, fsync: bool = True) -> bytes | None
     leave torn tails and stale indexes trusted (the broker itself deletes it at start-up)."""
     path = log_dir / naming.CLEAN_SHUTDOWN
     try:
-        data = path.read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return None
     path.unlink()

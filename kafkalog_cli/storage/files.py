@@ -1,9 +1,11 @@
-"""Durable file operations: atomic replace (Utils.atomicMoveWithFallback) and directory fsync."""
+"""Durable file operations: atomic replace (Utils.atomicMoveWithFallback) and directory fsync;
+reading a small file that must be a regular one."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 from kafkalog_cli.errors import LogDirIOError
@@ -33,3 +35,18 @@ def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise LogDirIOError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def read_regular(path: Path) -> bytes:
+    """A small file's bytes. FileNotFoundError when it is absent; LogDirIOError when it is a
+    FIFO, socket or device (opened without blocking: reading one could wait for ever)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise LogDirIOError(f"{path}: not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

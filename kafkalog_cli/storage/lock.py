@@ -38,12 +38,12 @@ class LogDirLock:
     def held_elsewhere(self) -> bool:
         """Whether another process holds the lock now (what a dry run, which takes no lock
         and writes nothing, can tell its reader). False when there is no .lock file."""
-        try:
-            fd = os.open(self.path, os.O_RDWR)
+        try:  # read-only and a shared lock: an operator need not be able to write .lock
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return False
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             return True
         else:

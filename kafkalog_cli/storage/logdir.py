@@ -15,6 +15,7 @@ from pathlib import Path
 from kafkalog_cli.codec.checkpoint import parse_offsets
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
 from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.files import read_regular
 from kafkalog_cli.storage.naming import FileKind, FileName, PartitionName
 from kafkalog_cli.storage.segment import Segment
 
@@ -76,8 +77,8 @@ class LogDir:
             if not p.exists():
                 return None
             try:
-                self._checkpoints[name] = parse_offsets(p.read_text("utf-8"))
-            except (CorruptDataError, UnicodeDecodeError, OSError) as e:
+                self._checkpoints[name] = parse_offsets(read_regular(p).decode("utf-8"))
+            except (CorruptDataError, UnicodeDecodeError, OSError, LogDirIOError) as e:
                 err = e if isinstance(e, CorruptDataError) else CorruptDataError(str(e))
                 self._checkpoints[name] = err.located(str(p))
         v = self._checkpoints[name]
@@ -178,6 +179,8 @@ def scan_log_dir(path: Path) -> LogDir:
                 ld.bad_dirs.append(entry.name)
                 continue
             ld.partitions.append(scan_partition(Path(entry.path), ld))
+        elif not entry.is_file() and _special(entry):  # never read: it could block
+            ld.unknown.append(entry.name)
         elif entry.name in naming.ROOT_FILES or entry.name.endswith(".tmp") or \
                 entry.name == "bootstrap.checkpoint":
             ld.root_files.append(entry.name)

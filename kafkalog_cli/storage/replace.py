@@ -127,9 +127,15 @@ def plan_temp_file_passes(directory: Path) -> list[LoaderAction]:
             if fn.kind is naming.FileKind.SEGMENT and min_swap <= fn.offset < max_swap:
                 actions.append(LoaderAction("remove", directory / name, None,
                                             "replaced by a finished swap"))
+    removed = {a.path.name for a in actions if a.action == "remove"}
     for _off, name in valid_swaps:
-        actions.append(LoaderAction("rename", directory / name,
-                                    directory / name[:-len(naming.SWAP)],
+        target = name[:-len(naming.SWAP)]
+        if target in names and target not in removed:
+            # a swap holding no records spans [base, base): the range rule removed nothing,
+            # so the file its rename would replace is removed (quarantined) first
+            actions.append(LoaderAction("remove", directory / target, None,
+                                        "replaced by a finished swap"))
+        actions.append(LoaderAction("rename", directory / name, directory / target,
                                     "complete an interrupted replacement"))
     return actions
 
@@ -152,10 +158,6 @@ def apply_loader_actions(actions: list[LoaderAction], quarantine: Quarantine,
             quarantine.remove(a.path, a.reason)
         else:
             assert a.to is not None
-            if a.to.exists():
-                # a swap holding no records spans [base, base), so the range rule removed
-                # nothing: the file it replaces goes to the quarantine, not under the rename
-                quarantine.remove(a.to, "replaced by a finished swap")
             _rename(a.path, a.to, "loader.strip-swap")
         dirs.add(a.path.parent)
     if fsync:

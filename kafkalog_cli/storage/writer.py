@@ -152,6 +152,7 @@ class PartitionWriter:
             self.check()
         assert self._checked is not None
         part, r = self._checked
+        self._checked = None  # a later open() looks again
         d = self.directory
         if not d.exists():
             d.mkdir(parents=True)

@@ -69,6 +69,26 @@ def test_a_fifo_named_like_a_segment_is_passed_over_not_read(sample, cmd):
         assert b"UNKNOWN_FILE" in r.out and b"00000000000000999999.log" in r.out
 
 
+@pytest.mark.parametrize(("name", "args"), [
+    ("replication-offset-checkpoint", ["verify", "{p}"]),
+    ("replication-offset-checkpoint", ["retain", "{p}", "--dry-run"]),
+    (".kafka_cleanshutdown", ["append", "{p}", "--topic", "demo", "--partition", "0"]),
+])
+def test_a_fifo_at_the_log_dir_root_is_never_read(sample, name, args):
+    (sample / name).unlink()
+    os.mkfifo(sample / name)
+    try:
+        p = subprocess.run([sys.executable, "-m", "kafkalog_cli",
+                            *[a.replace("{p}", str(sample)) for a in args]], timeout=60,
+                           input=b'{"value": "x"}\n', capture_output=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{args[0]} blocked on the FIFO {name}")
+    r = Result(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"))
+    check(r, {0, 1, PROBLEMS, OPERATIONAL})
+    if r.code == OPERATIONAL:
+        assert f"{sample / name}: not a regular file" in r.err
+
+
 @pytest.mark.parametrize(("args", "code"), [
     (["dump", "{p}", "--format", "xml"], USAGE),
     (["dump", "{p}", "--payload", "rot13"], USAGE),

@@ -247,3 +247,37 @@ def test_append_keeps_the_log_start_offset_a_broker_checkpointed(sample):
             "lines", stdin=_lines(3))
     assert r.code == 0, r.err
     assert ckpt.read_text().split("\n")[2] == "demo 0 150"
+
+
+def test_append_drops_a_log_start_offset_past_the_old_log_end(sample):
+    # a stale entry (its partition dir was removed): kept, a broker's loader would delete
+    # the whole new log as below its log start
+    ckpt = sample / "log-start-offset-checkpoint"
+    ckpt.write_text("0\n2\ndemo 0 5\ngone 0 7\n")
+    shutil.rmtree(sample / "demo-0")
+    r = run("append", sample, "--topic", "demo", "--partition", "0", "--input-format",
+            "lines", stdin=_lines(3))
+    assert r.code == 0, r.err
+    assert ckpt.read_text().split("\n")[1:3] == ["1", "gone 0 7"]
+
+
+def test_append_keeps_an_empty_marker_empty(sample):
+    # brokers before 3.5 write an empty .kafka_cleanshutdown
+    marker = sample / ".kafka_cleanshutdown"
+    marker.write_bytes(b"")
+    assert run("append", sample, "--topic", "demo", "--partition", "0", "--input-format",
+               "lines", stdin=_lines(2)).code == 0
+    assert marker.read_bytes() == b""
+
+
+@pytest.mark.parametrize("name", ["recovery-point-offset-checkpoint",
+                                  "replication-offset-checkpoint",
+                                  "log-start-offset-checkpoint"])
+def test_append_refuses_a_corrupt_checkpoint_before_it_writes(sample, name):
+    (sample / name).write_text("7\nnot a checkpoint\n")
+    before = {p: p.read_bytes() for p in sample.rglob("*") if p.is_file()}
+    r = run("append", sample, "--topic", "demo", "--partition", "0", "--input-format",
+            "lines", stdin=_lines(2))
+    assert r.code == 4, r.err
+    assert r.err.startswith(f"kafkalog: error: {sample / name}")
+    assert {p: p.read_bytes() for p in sample.rglob("*") if p.is_file()} == before
