@@ -40,7 +40,7 @@ from kafkalog_cli.storage.offset_map import ENTRY, FullError, OffsetMap
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import rebuild_segment
-from kafkalog_cli.storage.replace import replace_segments
+from kafkalog_cli.storage.replace import SEGMENT_FILE_KINDS, replace_segments
 from kafkalog_cli.storage.retention import largest_timestamp
 from kafkalog_cli.storage.segment import Segment, log_end_offset
 
@@ -406,7 +406,7 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
 
 
 def _remove_cleaned(directory: Path, base: int) -> None:
-    for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
+    for kind in SEGMENT_FILE_KINDS:
         (directory / naming.segment_file_name(base, kind, naming.CLEANED)).unlink(
             missing_ok=True)
 
