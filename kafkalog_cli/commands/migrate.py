@@ -21,7 +21,8 @@ from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, 
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import update_offsets
-from kafkalog_cli.storage.files import fsync_dir
+from kafkalog_cli.storage.faults import crash_point
+from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.v07 import find_target
 from kafkalog_cli.storage.v07_check import target_problems
 from kafkalog_cli.storage.v07_migrate import (
@@ -56,15 +57,38 @@ def _staging(out: Path) -> Path:
     return out / STAGING if out.is_dir() else out.parent / f".{out.name}{STAGING}"
 
 
+MOVING = ".moving"  # in the staging folder: the names being moved out of it into OUT
+
+
 def _finish(stage: Path, out: Path) -> None:
+    """Staging next to OUT becomes OUT in one rename. Inside OUT (a mount point) its entries
+    move one by one, listed first in MOVING, so that a run after a crash can move back
+    what went (_undo_finish) rather than meet a half-filled OUT."""
     if stage.parent == out:
-        for child in sorted(stage.iterdir()):
-            os.rename(child, out / child.name)
+        names = sorted(c.name for c in stage.iterdir())
+        atomic_write(stage / MOVING, "\n".join(names).encode())
+        for name in names:
+            os.rename(stage / name, out / name)
+            crash_point("migrate.finish.moved")
+        fsync_dir(out)
+        (stage / MOVING).unlink()
         stage.rmdir()
         fsync_dir(out)
     else:
         os.rename(stage, out)
     fsync_dir(out.parent)
+
+
+def _undo_finish(stage: Path, out: Path) -> None:
+    """Move back into the staging folder what an interrupted _finish moved into OUT."""
+    try:
+        names = read_regular(stage / MOVING).decode().split("\n")
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name and (out / name).exists() and not (stage / name).exists():
+            os.rename(out / name, stage / name)
+    fsync_dir(out)
 
 
 @click.command("migrate", epilog="Exit codes: 0 migrated, 4 the 0.7 data is damaged or mixed "
@@ -125,6 +149,9 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
         if not LEGAL_TOPIC.match(name) or name in (".", ".."):
             raise UsageError(f"topic name {name!r} is not legal in current Kafka; choose one "
                              "with --topic")
+    stage = _staging(out)
+    if stage.parent == out and stage.is_dir():
+        _undo_finish(stage, out)  # the staging folder is removed below, with the rest
     if out.exists() and (not out.is_dir() or any(c.name != STAGING for c in out.iterdir())):
         raise UsageError(f"{out} exists and is not an empty directory")
     ts, from_mtime = _timestamp(timestamp)
@@ -136,7 +163,6 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
                                            index_interval_bytes=index_interval_bytes,
                                            fsync=fsync),
                           max_decompressed=max_decompressed_bytes)
-    stage = _staging(out)
     with ExitStack() as stack:
         spool = stack.enter_context(tempfile.TemporaryFile("w+", newline=""))
         rows = csv.writer(spool)

@@ -302,3 +302,26 @@ def test_migrate_into_an_existing_empty_dir_and_after_an_interrupted_run(tmp_pat
         "demo-1", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
         "replication-offset-checkpoint"]
     assert run("verify", out).code == 0
+
+
+@pytest.mark.parametrize("nth", [1, 3])
+def test_a_migrate_killed_while_filling_an_existing_dir_is_undone_by_the_next(tmp_path, clean,
+                                                                              nth):
+    out = tmp_path / "out"
+    out.mkdir()  # a mount point: filled by one rename per entry
+    env = dict(os.environ, KAFKALOG_CRASH_AT=f"migrate.finish.moved:{nth}")
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "migrate", str(clean / "demo-1"),
+                        str(out)], env=env, capture_output=True)
+    assert p.returncode == 99, p.stderr
+    assert len([c for c in out.iterdir() if c.name != ".kafkalog-migrating"]) == nth
+    r = run("migrate", clean / "demo-1", out)
+    assert r.code == 0, r.err
+    assert sorted(p.name for p in out.iterdir()) == [
+        "demo-1", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+        "replication-offset-checkpoint"]
+    assert run("verify", out).code == 0
+    fresh = run("migrate", clean / "demo-1", tmp_path / "fresh")  # the same, never interrupted
+    assert r.out == fresh.out and r.out.startswith(b"topic,partition,byte_offset,new_offset")
+    for f in (tmp_path / "fresh").rglob("*"):
+        if f.is_file() and f.name != "partition.metadata":  # a new random topic id each run
+            assert (out / f.relative_to(tmp_path / "fresh")).read_bytes() == f.read_bytes()
