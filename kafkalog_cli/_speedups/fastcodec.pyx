@@ -297,6 +297,24 @@ cdef int _check_headers(const unsigned char *p, int64_t end, int64_t *ppos, int6
     return 0
 
 
+cdef inline int _nullable_bytes(const unsigned char *p, int64_t end, int64_t *ppos,
+                                int32_t *length, int64_t *at, Err *err) noexcept:
+    """A record's key or value: a varint length (-1: null), then that many bytes, which must
+    leave at least the next field's first byte before `end`. 0 and ppos past them (`at`
+    where they start), or the error code."""
+    cdef int64_t pos = ppos[0]
+    cdef int rc = _varint(p, end, &pos, length, E_PREMATURE)
+    if rc:
+        return _fail(err, rc, pos, 0)
+    if length[0] >= 0:
+        if length[0] >= end - pos:
+            return _fail(err, E_PREMATURE, pos + length[0], 0)
+        at[0] = pos
+        pos += length[0]
+    ppos[0] = pos
+    return 0
+
+
 cdef int _parse_record(const unsigned char *p, int64_t end, int64_t *ppos, Rec *r,
                        Err *err) except -1:
     """One record of the section at ppos: 0 and ppos moved past it, or the error code."""
@@ -320,22 +338,12 @@ cdef int _parse_record(const unsigned char *p, int64_t end, int64_t *ppos, Rec *
     rc = _varint(p, end, &pos, &r.offset_delta, E_PREMATURE)
     if rc:
         return _fail(err, rc, pos, 0)
-    rc = _varint(p, end, &pos, &r.klen, E_PREMATURE)
+    rc = _nullable_bytes(p, end, &pos, &r.klen, &r.kpos, err)  # the key
     if rc:
-        return _fail(err, rc, pos, 0)
-    if r.klen >= 0:
-        if r.klen >= end - pos:  # the value length byte after the key is past the end
-            return _fail(err, E_PREMATURE, pos + r.klen, 0)
-        r.kpos = pos
-        pos += r.klen
-    rc = _varint(p, end, &pos, &r.vlen, E_PREMATURE)
+        return rc
+    rc = _nullable_bytes(p, end, &pos, &r.vlen, &r.vpos, err)  # the value
     if rc:
-        return _fail(err, rc, pos, 0)
-    if r.vlen >= 0:
-        if r.vlen >= end - pos:  # the header count byte after the value is past the end
-            return _fail(err, E_PREMATURE, pos + r.vlen, 0)
-        r.vpos = pos
-        pos += r.vlen
+        return rc
     if pos >= end:
         return _fail(err, E_PREMATURE, pos, 0)
     if p[pos] == 0:
