@@ -6,6 +6,8 @@ Offset checkpoints (recovery point, log start, replication, cleaner) hold
 
 from __future__ import annotations
 
+import itertools
+
 from kafkalog_cli.errors import CorruptDataError
 
 
@@ -49,6 +51,14 @@ def parse_leader_epochs(text: str) -> list[tuple[int, int]]:
         return [(int(e), int(o)) for e, o in _lines(text, 2)]
     except ValueError:
         raise CorruptDataError("malformed leader-epoch entry") from None
+
+
+def epoch_order_errors(entries: list[tuple[int, int]]
+                       ) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Adjacent leader-epoch entries out of order: epochs must grow, start offsets must not
+    shrink (LeaderEpochFileCache.assign)."""
+    return [(a, b) for a, b in itertools.pairwise(entries)
+            if b[0] <= a[0] or b[1] < a[1]]
 
 
 def format_offsets(entries: dict[tuple[str, int], int]) -> str:

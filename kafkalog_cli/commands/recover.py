@@ -11,25 +11,23 @@ import orjson
 
 from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
-from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
+from kafkalog_cli.errors import (
+    EXIT_FIXED,
+    EXIT_UNFIXED,
+    CorruptDataError,
+    LogDirIOError,
+    UsageError,
+)
 from kafkalog_cli.output.console import progress
 from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
-from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
+from kafkalog_cli.storage.check import CheckOptions, Stats, check_log_dir_files, check_partition
+from kafkalog_cli.storage.checkpoints import read_offsets, recovery_point, update_offsets
+from kafkalog_cli.storage.findings import ERROR, Findings
+from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_log_dir, scan_partition
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.recovery import Plan, apply_plan, plan_partition
 from kafkalog_cli.storage.replace import apply_loader_actions
-
-
-def _recovery_point(part: PartitionDir) -> int:
-    """From the log dir's checkpoint; a missing or unreadable one means 0, as for Kafka."""
-    if part.log_dir is None:
-        return 0
-    try:
-        return read_offsets(part.log_dir.path / naming.RECOVERY_POINT).get(part.key, 0)
-    except CorruptDataError:
-        return 0
 
 
 def _corrupt(path: Path) -> bool:
@@ -38,6 +36,8 @@ def _corrupt(path: Path) -> bool:
         return False
     except CorruptDataError:
         return True
+    except LogDirIOError:
+        return False  # not a regular file: nothing here rewrites that
 
 
 def _describe(plan: Plan) -> list[dict[str, Any]]:
@@ -46,8 +46,13 @@ def _describe(plan: Plan) -> list[dict[str, Any]]:
     return rows + [a.as_dict() for a in plan.actions]
 
 
-def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[str, Any]],
-          dry: bool) -> str:
+def _left(findings: Findings) -> list[dict[str, Any]]:
+    """Errors verify still reports: what recover leaves, with the command that fixes each."""
+    return [x.as_dict() for x in findings.items if x.severity == ERROR]
+
+
+def _text(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
+          left: list[dict[str, Any]], dry: bool) -> str:
     lines = []
     for r in rows:
         what = r["action"]
@@ -64,7 +69,35 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
     for p in problems:
         at = f":{p['position']}" if p["position"] is not None else ""
         lines.append(f"problem       {p['file']}{at}: {p['message']}")
+    for x in left:
+        at = f":{x['position']}" if x["position"] is not None else ""
+        fix = f"fix: {x['fix']}" if x["fix"] else "no kafkalog command fixes this"
+        lines.append(f"left          {x['file']}{at}: {x['code']}: {x['message']}; {fix}")
     return "\n".join(lines)
+
+
+def _fix_root_checkpoints(ld: Path, names: tuple[str, ...],
+                          rp_updates: dict[tuple[str, int], int | None], q: Quarantine,
+                          dry_run: bool) -> list[dict[str, Any]]:
+    """Rewrite the log dir's checkpoints that do not parse. A broker treats such a file as
+    empty (LogManager.loadLogs: recovery points 0, log start offsets from the first
+    segments; LogCleanerManager: no cleaner offsets; no high watermarks, so 0), so one
+    holding no entries (the recovery points just computed) says the same, readably."""
+    rows = []
+    for name in names:
+        cp = ld / name
+        updates = rp_updates if name == naming.RECOVERY_POINT else {}
+        if not _corrupt(cp):
+            if updates and not dry_run:
+                update_offsets(cp, updates)
+            continue
+        rows.append({"action": "rewrite", "file": str(cp),
+                     "reason": "checkpoint that does not parse (the broker reads it as empty); "
+                               f"rewritten with {len(updates)} entries"})
+        if not dry_run:
+            q.remove(cp, "checkpoint that does not parse; rewritten")
+            update_offsets(cp, updates, replace_corrupt=True)
+    return rows
 
 
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
@@ -104,6 +137,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
         return v07.recover(t07, full=full, force=force, dry_run=dry_run,
                            quarantine_dir=quarantine_dir, no_quarantine=no_quarantine, fmt=fmt)
     report: list[dict[str, Any]] = []
+    root_report: list[dict[str, Any]] = []
     changed = problems = 0
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
@@ -112,19 +146,24 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
         if not parts:
             raise UsageError("no partition dirs found under " + ", ".join(paths))
         parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True)
+        # root files are repaired and checked where the target is a log dir, as verify does
+        roots = list(dict.fromkeys(ld.path.resolve() for t in targets for ld in t.log_dirs))
         quarantines: dict[Path, Quarantine] = {}
+
+        def quarantine(log_dir: Path) -> Quarantine:
+            return quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
+                                                              enabled=not no_quarantine))
+
         rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
+        rows_of: dict[Path, list[dict[str, Any]]] = {}
         bar = stack.enter_context(progress(partition_bytes(parts), "recover"))
         for part in ticking(parts, bar):
             log_dir = part.path.parent.resolve()
-            q = quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
-                                                           enabled=not no_quarantine))
-            rp = _recovery_point(part)
-            if rp == 0 and part.log_dir is not None and _corrupt(log_dir / naming.RECOVERY_POINT):
-                rows_corrupt = True
-            else:
-                rows_corrupt = False
+            q = quarantine(log_dir)
+            rp = recovery_point(part)
+            rows_corrupt = rp == 0 and part.log_dir is not None and \
+                _corrupt(log_dir / naming.RECOVERY_POINT)
             plan = plan_partition(part, rp, full=full, force=force, interval=index_interval_bytes)
             rows = _describe(plan)
             if not dry_run and not plan.empty:
@@ -147,7 +186,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                     changed += 1
                 try:
                     hw = read_offsets(log_dir / naming.REPLICATION).get(part.key)
-                except CorruptDataError:
+                except (CorruptDataError, LogDirIOError):
                     hw = None
                 if hw is not None and hw > plan.log_end_offset:
                     hw_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
@@ -155,24 +194,62 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                                  "reason": f"high watermark {hw} -> {plan.log_end_offset} (the "
                                            "broker clamps it to the log end at load)"})
                     changed += 1
+            rows_of[part.path] = rows
             report.append({"partition": str(part.path), "recoveryPoint": rp,
                            "logEndOffset": plan.log_end_offset, "actions": rows,
-                           "problems": probs})
-            if fmt == "text" and (rows or probs):
-                out.write(_text(part, rows, probs, dry_run) + "\n")
+                           "problems": probs, "left": []})
+        for log_dir in dict.fromkeys([*rp_updates, *roots]):
+            # beneath a partition target only the recovery points are its business
+            names = naming.ROOT_CHECKPOINTS if log_dir in roots else (naming.RECOVERY_POINT,)
+            rows = _fix_root_checkpoints(log_dir, names, rp_updates.get(log_dir, {}),
+                                         quarantine(log_dir), dry_run)
+            changed += len(rows)
+            if log_dir in roots:
+                root_report.append({"logDir": str(log_dir), "actions": rows, "left": []})
         if not dry_run:
-            for log_dir, updates in rp_updates.items():
-                cp = log_dir / naming.RECOVERY_POINT
-                if _corrupt(cp):
-                    quarantines[log_dir].remove(cp, "checkpoint that does not parse; rewritten")
-                update_offsets(cp, updates, replace_corrupt=True)
             for log_dir, updates in hw_updates.items():
                 update_offsets(log_dir / naming.REPLICATION, updates)
+        left = _check_after(parts, report, root_report, roots, dry_run)
     if fmt == "json":
-        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report},
+        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report, "logDirs": root_report},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif not changed and not problems:
-        out.write("nothing to do\n")
-    if problems or (dry_run and changed):
+    else:
+        for r in [*report, *root_report]:
+            if r["actions"] or r.get("problems") or r["left"]:
+                out.write(_text(r["actions"], r.get("problems", []), r["left"], dry_run) + "\n")
+        if not changed and not problems and not left:
+            out.write("nothing to do\n")
+    if problems or left or (dry_run and changed):
         return EXIT_UNFIXED
     return EXIT_FIXED if changed else 0
+
+
+def _check_after(parts: list[PartitionDir], report: list[dict[str, Any]],
+                 root_report: list[dict[str, Any]], roots: list[Path], dry_run: bool) -> int:
+    """Verify what recover leaves, so it never says "nothing to do" or "repaired" while
+    verify would still report errors; fills each report's "left", returns how many. A dry
+    run can tell only for a partition it would not change."""
+    n = 0
+    leos: dict[Path, dict[tuple[str, int], int | None]] = {}
+    for part, r in zip(parts, report, strict=True):
+        if dry_run and r["actions"]:
+            continue
+        f = Findings()
+        fresh = scan_partition(part.path, part.log_dir)
+        leos.setdefault(part.path.parent.resolve(), {})[part.key] = check_partition(
+            fresh, f, CheckOptions(), Stats())
+        r["left"] = _left(f)
+        n += len(r["left"])
+    for r in root_report:
+        if dry_run and r["actions"]:
+            continue
+        ld = scan_log_dir(Path(r["logDir"]))
+        f = Findings()
+        known = leos.get(Path(r["logDir"]), {})
+        for part in ld.partitions:
+            if part.key not in known:  # a dry run skipped it: its log end as it is now
+                known[part.key] = check_partition(part, Findings(), CheckOptions(), Stats())
+        check_log_dir_files(ld, f, known, {})
+        r["left"] = _left(f)
+        n += len(r["left"])
+    return n

@@ -12,25 +12,22 @@ which retention reads (LogSegment.maxTimestampSoFar).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.codec import compression
-from kafkalog_cli.codec.batch_v2 import RecordBatch
-from kafkalog_cli.codec.checkpoint import parse_leader_epochs
-from kafkalog_cli.codec.control import parse_control
-from kafkalog_cli.codec.entry import Batch
-from kafkalog_cli.codec.layout import INT32_MAX
-from kafkalog_cli.codec.message_v01 import LegacyBatch
+from kafkalog_cli.codec.checkpoint import epoch_order_errors, parse_leader_epochs
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.batch_rules import first_offset, header_faults, record_faults
+from kafkalog_cli.storage.checkpoints import recovery_point
 from kafkalog_cli.storage.findings import ERROR, INFO, WARNING, Findings
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.logdir import LogDir, PartitionDir
+from kafkalog_cli.storage.recovery import recover_command, validation_floor
 from kafkalog_cli.storage.segment import Segment, iter_batches
 
 try:  # compiled clean-segment fast path for shallow checks (kafkalog_cli/_speedups/fastscan.pyx)
@@ -70,6 +67,18 @@ class SegmentSummary:
     epochs: list[tuple[int, int]] = field(default_factory=list)  # (epoch, first base offset)
     magics: set[int] = field(default_factory=set)
     damaged: bool = False
+    first_bad: int | None = None  # where recover would cut: first damage or faulty batch
+    whole: int = 0  # batches that pass their CRC
+    whole_after_bad: int = 0  # of which after first_bad: what a cut there drops
+
+    def note_bad(self, pos: int) -> None:
+        if self.first_bad is None:
+            self.first_bad = pos
+
+    def note_whole(self, pos: int) -> None:
+        self.whole += 1
+        if self.first_bad is not None and pos > self.first_bad:
+            self.whole_after_bad += 1
 
 
 _DAMAGE_CODES = {"torn-tail": "LOG_TORN_TAIL", "zero-tail": "LOG_ZERO_TAIL",
@@ -204,7 +213,7 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
             stats.bytes += nbytes
             return SegmentSummary(first_offset=first, last_offset=last_off,
                                   max_timestamp=max_ts, valid_end=valid_end, epochs=epochs,
-                                  magics={2} if nbatches else set())
+                                  magics={2} if nbatches else set(), whole=nbatches)
     s = SegmentSummary()
     oi = _OffsetIndexWalk(offset_index, f, fix_index) if offset_index else None
     ti = _TimeIndexWalk(time_index, f, fix_index) if time_index else None
@@ -212,6 +221,7 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
 
     def on_damage(d: Damage) -> None:
         s.damaged = True
+        s.note_bad(d.position)
         f.add(ERROR, _DAMAGE_CODES.get(d.code, "LOG_DAMAGE"), path, d.position,
               d.reason + (f" ({d.size} bytes affected)" if d.size else ""), fix=fix_log)
 
@@ -222,33 +232,21 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
         stats.bytes += b.size
         s.valid_end = pos + b.size
         s.magics.add(b.magic)
-        stored, actual = b.crc, b.compute_crc()
-        if stored != actual:
-            s.damaged = True
-            f.add(ERROR, "LOG_CRC_MISMATCH", path, pos,
-                  f"batch CRC mismatch ({'CRC-32C' if b.magic == 2 else 'CRC-32'}); its length "
-                  "field is not trusted either", expected=actual, found=stored, fix=fix_log)
+        faults = header_faults(b, base, last, s.first_offset is None)
+        if not opts.shallow:
+            deep, n = record_faults(b, opts.max_decompressed)
+            faults += deep
+            stats.records += n
+        for x in faults:
+            f.add(ERROR, x.code, path, pos, x.message, expected=x.expected, found=x.found,
+                  fix=fix_log)
+        if faults:
+            s.note_bad(pos)
+        if not faults or faults[0].code != "LOG_CRC_MISMATCH":
+            s.note_whole(pos)
         b_last = b.last_offset
-        b_base = b.base_offset if b.magic == 2 or b.compression == compression.NONE else None
-        if isinstance(b, RecordBatch) and b.last_offset_delta < 0:
-            f.add(ERROR, "LOG_BATCH_INVALID", path, pos,
-                  f"negative lastOffsetDelta {b.last_offset_delta}", fix=fix_log)
-        first_of_batch = b_base if b_base is not None else b_last
-        if last is not None and first_of_batch <= last:
-            f.add(ERROR, "LOG_OFFSET_ORDER", path, pos,
-                  f"batch starts at offset {first_of_batch}, not after the previous last "
-                  f"offset {last}", expected=f"> {last}", found=first_of_batch, fix=fix_log)
         if s.first_offset is None:
-            s.first_offset = first_of_batch
-            if first_of_batch < base:
-                f.add(ERROR, "SEGMENT_BASE_MISMATCH", path, pos,
-                      f"first batch starts at offset {first_of_batch}, below the segment base "
-                      f"offset {base} in the file name", expected=f">= {base}",
-                      found=first_of_batch, fix=fix_log)
-        if not 0 <= b_last - base <= INT32_MAX:
-            f.add(ERROR, "LOG_OFFSET_OVERFLOW", path, pos,
-                  f"last offset {b_last} is not representable relative to base {base} "
-                  "(KAFKA-6264 overflow)", fix=fix_log)
+            s.first_offset = first_offset(b)
         last = b_last if last is None else max(last, b_last)
         s.last_offset = last
         if b.max_timestamp > running_max:
@@ -261,54 +259,12 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
         if ti:
             ti.batch(prev_batch_last, b_last, running_max)
         prev_batch_last = b_last
-        if not opts.shallow:
-            _check_records(path, pos, b, f, opts, stats, fix_log)
     s.max_timestamp = running_max
     if oi:
         oi.finish(s.valid_end)
     if ti:
         ti.finish(running_max)
     return s
-
-
-def _check_records(path: Path, pos: int, b: Batch, f: Findings, opts: CheckOptions,
-                   stats: Stats, fix: str) -> None:
-    try:
-        recs = b.records(opts.max_decompressed)
-    except CorruptDataError as e:
-        f.add(ERROR, "LOG_RECORDS_INVALID", path, pos, f"records do not decode: {e.reason}",
-              fix=fix)
-        return
-    stats.records += len(recs)
-    prev = None
-    for r in recs:
-        if prev is not None and r.offset <= prev:
-            f.add(ERROR, "LOG_RECORD_OFFSET_ORDER", path, pos,
-                  f"record offset {r.offset} does not increase within the batch", fix=fix)
-            return
-        prev = r.offset
-    # prev is the last record's offset (None: no records)
-    if prev is not None and b.magic == 2 and (
-            recs[0].offset < b.base_offset or prev > b.last_offset):
-        f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
-              f"record offsets {recs[0].offset}..{prev} fall outside the batch's "
-              f"{b.base_offset}..{b.last_offset}", fix=fix)
-    if isinstance(b, LegacyBatch):
-        try:
-            bad = b.inner_crc_failures()
-        except CorruptDataError:
-            bad = []
-        for off in bad:
-            f.add(ERROR, "LOG_INNER_CRC_MISMATCH", path, pos,
-                  f"inner message at offset {off} of a compressed wrapper fails its CRC-32",
-                  fix=fix)
-    if b.is_control:
-        for r in recs:
-            try:
-                parse_control(r.key, r.value)
-            except CorruptDataError as e:
-                f.add(ERROR, "LOG_CONTROL_INVALID", path, pos,
-                      f"control record at offset {r.offset}: {e.reason}", fix=fix)
 
 
 def _read_index(seg: Segment, kind: str, f: Findings, fix: str):  # type: ignore[no-untyped-def]
@@ -323,18 +279,24 @@ def _read_index(seg: Segment, kind: str, f: Findings, fix: str):  # type: ignore
 
 
 def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: Stats,
-                    progress: Callable[[int], None] | None = None) -> int | None:
-    """Check a partition dir; returns its log end offset (None if it holds no batch)."""
+                    progress: Callable[[int], None] | None = None,
+                    floor_base: int | None = None) -> int | None:
+    """Check a partition dir; returns its log end offset (None if it holds no batch).
+    `floor_base`: the base offset of the segment plain `recover` starts validating at,
+    when `part` holds only some of the partition's segments."""
     stats.partitions += 1
     pdir = part.path
-    fix_log = f"kafkalog recover {pdir}"
+    start = len(f.items)
+    fix_log = recover_command(pdir)  # a placeholder until the options it needs are known
     last: int | None = None
     leo: int | None = None
     summaries: list[SegmentSummary] = []
+    interrupted = any(t.temp in (naming.CLEANED, naming.SWAP) for t in part.temp_files)
     for n, seg in enumerate(part.segments):
         stats.segments += 1
         is_last = n == len(part.segments) - 1
-        fix_index = f"kafkalog index-rebuild {seg.log_path}"
+        # index-rebuild refuses a partition holding an interrupted replacement
+        fix_index = fix_log if interrupted else f"kafkalog index-rebuild {seg.log_path}"
         size = seg.size
         oidx = _read_index(seg, naming.INDEX, f, fix_index) if seg.has_index else None
         tidx = _read_index(seg, naming.TIMEINDEX, f, fix_index) if seg.has_timeindex else None
@@ -352,10 +314,6 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
         s = check_log_file(seg.log_path, seg.base_offset, f, opts, stats, last, oidx, tidx,
                            fix_log, fix_index)
         summaries.append(s)
-        if s.first_offset is not None and last is not None and seg.base_offset <= last:
-            f.add(ERROR, "SEGMENT_OVERLAP", seg.log_path, None,
-                  f"segment base offset {seg.base_offset} is not above the previous "
-                  f"segment's last offset {last}", fix=fix_log)
         if s.last_offset is not None:
             last = s.last_offset
             leo = last + 1
@@ -380,8 +338,28 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
                   "active one")
         if progress:
             progress(size)
-    _check_partition_files(part, f, opts, stats, leo, summaries)
+    fix = _recover_fix(part, summaries, floor_base, interrupted)
+    f.refix(start, fix_log, fix)
+    _check_partition_files(part, f, opts, stats, leo, summaries, fix)
     return leo if leo is not None else (part.segments[-1].base_offset if part.segments else None)
+
+
+def _recover_fix(part: PartitionDir, summaries: list[SegmentSummary], floor_base: int | None,
+                 interrupted: bool) -> str:
+    """The `recover` command line that repairs this partition: recover cuts the log where
+    the first damage is, which needs --force when whole batches follow it and --full when
+    it lies in an indexed segment below the one holding the recovery point."""
+    full = force = False
+    bad = next((n for n, s in enumerate(summaries) if s.first_bad is not None), None)
+    if bad is not None:
+        force = summaries[bad].whole_after_bad > 0 or any(s.whole for s in summaries[bad + 1:])
+        if floor_base is None:
+            floor_base = validation_floor([s.base_offset for s in part.segments],
+                                          recovery_point(part))
+        seg = part.segments[bad]
+        full = seg.base_offset < floor_base and seg.has_index
+    # the loader passes may change which segments there are: validate them all
+    return recover_command(part.path, full=full or interrupted, force=force)
 
 
 def _check_txnindex(tx: TxnIndex, f: Findings, fix: str) -> None:
@@ -390,9 +368,9 @@ def _check_txnindex(tx: TxnIndex, f: Findings, fix: str) -> None:
 
 
 def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, stats: Stats,
-                           leo: int | None, summaries: list[SegmentSummary]) -> None:
+                           leo: int | None, summaries: list[SegmentSummary],
+                           fix_recover: str) -> None:
     pdir = part.path
-    fix_recover = f"kafkalog recover {pdir}"
     for fn in part.temp_files:
         temp = fn.temp or ""  # set for every file in temp_files
         f.add(WARNING, "LEFTOVER_" + temp.lstrip(".").upper(), pdir / fn.name, None,
@@ -411,8 +389,8 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
         try:
             decode_snapshot(p.read_bytes())
         except CorruptDataError as e:
-            f.add(ERROR, "SNAPSHOT_CORRUPT", p, e.pos, e.reason,
-                  fix=f"delete it; the broker rebuilds producer state from the log ({fix_recover})")
+            f.add(ERROR, "SNAPSHOT_CORRUPT", p, e.pos, e.reason + " (the broker deletes it and "
+                  "rebuilds producer state from the log)", fix=fix_recover)
         except OSError as e:
             f.add(ERROR, "SNAPSHOT_UNREADABLE", p, None, f"cannot read: {e.strerror}")
         if off not in bases and off <= last_base:
@@ -425,22 +403,24 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
         else:
             f.add(INFO, "KRAFT_SNAPSHOT_TEMP", p, None, "in-progress or deleted KRaft snapshot")
     if part.has(naming.LEADER_EPOCH):
-        _check_leader_epochs(pdir / naming.LEADER_EPOCH, f, leo, summaries)
+        _check_leader_epochs(pdir / naming.LEADER_EPOCH, f, leo, summaries, fix_recover)
     if part.has(naming.PARTITION_METADATA):
         _check_partition_metadata(pdir / naming.PARTITION_METADATA, f)
 
 
 def _check_leader_epochs(p: Path, f: Findings, leo: int | None,
-                         summaries: list[SegmentSummary]) -> None:
+                         summaries: list[SegmentSummary], fix: str) -> None:
     try:
         entries = parse_leader_epochs(p.read_text("utf-8"))
     except (CorruptDataError, UnicodeDecodeError) as e:
-        f.add(ERROR, "LEADER_EPOCH_CORRUPT", p, None, str(getattr(e, "reason", e)))
+        f.add(ERROR, "LEADER_EPOCH_CORRUPT", p, None, str(getattr(e, "reason", e)) + " (a "
+              "broker reading it takes the log dir offline; recover writes it again from the "
+              "batches)",
+              fix=fix)
         return
-    for (e1, o1), (e2, o2) in itertools.pairwise(entries):
-        if e2 <= e1 or o2 < o1:
-            f.add(ERROR, "LEADER_EPOCH_ORDER", p, None,
-                  f"entry ({e2}, {o2}) does not follow ({e1}, {o1})")
+    for (e1, o1), (e2, o2) in epoch_order_errors(entries):
+        f.add(ERROR, "LEADER_EPOCH_ORDER", p, None,
+              f"entry ({e2}, {o2}) does not follow ({e1}, {o1})", fix=fix)
     if leo is not None:
         for epoch, o in entries:
             if o > leo:

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalog_cli.codec.checkpoint import format_offsets, parse_offsets
-from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.errors import CorruptDataError, LogDirIOError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
+from kafkalog_cli.storage.logdir import PartitionDir
 
 
 def read_offsets(path: Path) -> dict[tuple[str, int], int]:
@@ -19,8 +20,21 @@ def read_offsets(path: Path) -> dict[tuple[str, int], int]:
         return {}
     try:
         return parse_offsets(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise CorruptDataError(f"not UTF-8 text: {e.reason}", str(path), e.start) from None
     except CorruptDataError as e:
         raise e.located(str(path)) from None
+
+
+def recovery_point(part: PartitionDir) -> int:
+    """The partition's entry in its log dir's recovery-point checkpoint; a missing or
+    unreadable one means 0, as for Kafka (LogManager.loadLogs)."""
+    if part.log_dir is None:
+        return 0
+    try:
+        return read_offsets(part.log_dir.path / naming.RECOVERY_POINT).get(part.key, 0)
+    except (CorruptDataError, LogDirIOError):
+        return 0
 
 
 def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,

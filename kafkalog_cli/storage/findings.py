@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -34,6 +34,15 @@ class Findings:
         self.items.append(Finding(severity, code, str(file), position, message,
                                   None if expected is None else str(expected),
                                   None if found is None else str(found), fix))
+
+    def refix(self, start: int, old: str, new: str) -> None:
+        """Give the findings from `start` on whose fix is `old` the fix `new` (a command
+        whose options are known only once a whole partition has been read)."""
+        if old == new:
+            return
+        for n in range(start, len(self.items)):
+            if self.items[n].fix == old:
+                self.items[n] = replace(self.items[n], fix=new)
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.items if f.severity == severity)

@@ -10,6 +10,8 @@
     finally: time index maybe += (max ts, its offset) -- the entry retention reads
 Entries in the time index need a strictly larger timestamp than the last one; the first
 needs ts >= 0 (an empty index's last entry is (-1, base)).
+With `rules` (recover), a batch also stops the scan when it breaks any rule verify checks
+(batch_rules.py), not only the CRC and the offset range a broker checks.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.storage.batch_rules import BatchRules
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.segment import Segment
 
@@ -64,7 +67,8 @@ class _TimeIndexBuilder:
 
 def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
                     state: ProducerState | None = None,
-                    max_entries: int = DEFAULT_INDEX_BYTES // 8) -> Rebuilt:
+                    max_entries: int = DEFAULT_INDEX_BYTES // 8,
+                    rules: BatchRules | None = None) -> Rebuilt:
     """Recompute a segment's indexes from its `.log`, as LogSegment.recover does."""
     base = seg.base_offset
     r = Rebuilt(file_size=seg.size)
@@ -76,7 +80,12 @@ def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
     for pos, b in seg.batches(on_damage=stops.append):
         if stops:
             break
-        if not b.is_valid():
+        if rules is not None:
+            fault = rules.fault(b, base, r.batches == 0)
+            if fault is not None:
+                stops.append(Damage(pos, fault.code, fault.message, b.size))
+                break
+        elif not b.is_valid():
             stops.append(Damage(pos, "crc", "batch fails its CRC check", b.size))
             break
         last = b.last_offset

@@ -6,28 +6,41 @@ Plan, in the broker's order:
   2. orphan index files (no `.log` beside them) are removed
   3. segments from the one holding the recovery point onwards (all with --full, plus any
      whose `.index` is missing) are validated batch by batch (LogSegment.recover): the log
-     is cut at the first torn, corrupt or out-of-order batch and every later segment goes
+     is cut at the first torn batch, or the first breaking any rule of batch_rules.py
+     (verify's own: CRC, offset order, records that do not decode...), and every later
+     segment goes
   4. indexes that are missing or differ from a rebuild are rewritten
-  5. the recovery point becomes the log end offset
+  5. producer snapshots that do not decode are rebuilt from the log, a leader-epoch
+     checkpoint that does not parse (or is out of order) from the batches' epochs
+  6. the recovery point becomes the log end offset (commands/recover.py)
 Kafka cuts wherever the first bad batch is. We do that only at the tail: when valid batches
 follow the damage (in the segment or in later ones) the cut would drop good records, so it
 is left as a problem unless `force` is given, and the plan counts what would be dropped.
-Everything removed or cut goes to the quarantine first (quarantine.py).
+Everything removed, cut or rewritten goes to the quarantine first (quarantine.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.checkpoint import (
+    epoch_order_errors,
+    format_leader_epochs,
+    parse_leader_epochs,
+)
+from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
+from kafkalog_cli.errors import CorruptDataError, LogDirIOError
 from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.batch_rules import BatchRules
 from kafkalog_cli.storage.faults import crash_point
-from kafkalog_cli.storage.files import atomic_write, fsync_dir
+from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
+from kafkalog_cli.storage.log_state import LogEnd, epochs_from_log, state_at
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
@@ -39,7 +52,7 @@ from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
 
 @dataclass
 class Action:
-    kind: str  # remove, rename, truncate, rebuild-index
+    kind: str  # remove, rename, truncate, rebuild-index, rewrite
     path: Path
     reason: str
     to: Path | None = None
@@ -47,7 +60,7 @@ class Action:
     end: int | None = None
     offsets: tuple[int, int] | None = None
     records: int | None = None
-    data: bytes | None = None  # new index bytes
+    data: bytes | None = None  # new bytes of an index, snapshot or epoch checkpoint
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"action": self.kind, "file": str(self.path), "reason": self.reason}
@@ -85,12 +98,29 @@ class Plan:
         return not self.loader and not self.actions
 
 
+def validation_floor(bases: list[int], recovery_point: int) -> int:
+    """Base offset of the segment holding the recovery point: plain `recover` validates it,
+    every later segment and any segment whose `.index` is missing (LogLoader.recoverLog)."""
+    floor = bases[0] if bases else 0
+    for b in bases:
+        if b <= recovery_point:
+            floor = b
+    return floor
+
+
+def recover_command(pdir: Path, *, full: bool = False, force: bool = False) -> str:
+    """The command line verify and recover print as the fix for a partition."""
+    return (f"kafkalog recover {shlex.quote(str(pdir))}" + (" --full" if full else "")
+            + (" --force" if force else ""))
+
+
 def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None]:
-    """Valid batches/records from `start` on (skipping damage), and their offset range."""
+    """Batches passing their CRC that lie after byte `start` (skipping damage), their
+    records and offset range: what a cut at `start` drops besides the bad batch there."""
     batches = records = 0
     first = last = None
-    for _pos, b in iter_batches(path, start, on_damage=lambda d: None, resync=True):
-        if not b.is_valid():
+    for pos, b in iter_batches(path, max(start, 0), on_damage=lambda d: None, resync=True):
+        if pos <= start or not b.is_valid():
             continue
         batches += 1
         with contextlib.suppress(CorruptDataError):
@@ -126,30 +156,15 @@ def _effective_segments(part: PartitionDir, loader: list[LoaderAction]) -> list[
     return [segs[k] for k in sorted(segs)]
 
 
-def _state_before(part: PartitionDir, segs: list[Segment], base: int) -> ProducerState:
-    """Producer state at `base`: the newest readable snapshot at or below it, plus replay."""
-    start = segs[0].base_offset if segs else 0
-    state = ProducerState()
-    for off in sorted((o for o in part.snapshots if o <= base), reverse=True):
-        try:
-            state = ProducerState.from_snapshot(decode_snapshot(
-                (part.path / naming.segment_file_name(off, naming.SNAPSHOT)).read_bytes()))
-            start = off
-            break
-        except (CorruptDataError, OSError):
-            continue
-    for seg in segs:
-        if seg.base_offset >= base:
-            break
-        for _pos, b in seg.batches(on_damage=lambda d: None):
-            if b.last_offset >= start:
-                with contextlib.suppress(CorruptDataError):
-                    state.append(b)
-    return state
+def _last_offset_before(segs: list[Segment], i: int) -> int | None:
+    """The largest offset in the segments before segs[i] (the newest one holding a batch)."""
+    leo = log_end_offset(segs[:i])
+    return None if leo is None else leo - 1
 
 
 def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = False,
-                   force: bool = False, interval: int = DEFAULT_INDEX_INTERVAL) -> Plan:
+                   force: bool = False, interval: int = DEFAULT_INDEX_INTERVAL,
+                   max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Plan:
     plan = Plan(part)
     plan.loader = plan_temp_file_passes(part.path)
     segs = _effective_segments(part, plan.loader)
@@ -160,62 +175,124 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
     segs = [s for s in segs if s.has_log]
     if not segs:
         return plan
-    floor = 0
-    for i, s in enumerate(segs):
-        if s.base_offset <= recovery_point:
-            floor = i
+    floor = validation_floor([s.base_offset for s in segs], recovery_point)
     state: ProducerState | None = None
+    rules: BatchRules | None = None
+    end: LogEnd | None = None
     for i, seg in enumerate(segs):
-        validate = full or i >= floor or not seg.has_index
-        if not validate:
+        if not (full or seg.base_offset >= floor or not seg.has_index):
+            state = rules = None  # the next segment validated starts afresh
             continue
-        if state is None:
-            state = _state_before(part, segs, seg.base_offset)
-        r = rebuild_segment(seg, interval, state)
+        if state is None or rules is None:
+            state = state_at(part, segs, seg.base_offset)
+            rules = BatchRules(max_decompressed=max_decompressed,
+                               prev_last=_last_offset_before(segs, i))
+        r = rebuild_segment(seg, interval, state, rules=rules)
         if r.truncated:
-            later = [s for s in segs[i + 1:]]
-            stop = r.stop.reason if r.stop else "incomplete batch at the end"
-            nb, nrec, first, last = _count_after(seg.log_path, r.valid_bytes)
-            later_records = 0
-            for s in later:
-                later_records += _count_after(s.log_path, 0)[1]
-            at_tail = nb == 0 and later_records == 0
-            if not at_tail and not force:
-                plan.problems.append(Problem(
-                    seg.log_path, r.valid_bytes,
-                    f"{stop}; valid data follows ({nrec} records in {nb} batches after it in "
-                    f"this segment, {later_records} records in {len(later)} later segments): "
-                    "cutting here, as a broker would, drops them. Salvage them first, or rerun "
-                    "with --force to truncate"))
+            if not _plan_cut(plan, segs, i, r, force):
                 return plan
-            plan.actions.append(Action(
-                "truncate", seg.log_path, f"{stop} (everything from here on is invalid)",
-                start=r.valid_bytes, end=r.file_size,
-                offsets=(first, last) if first is not None and last is not None else None,
-                records=nrec))
-            _index_actions(plan, seg, r)
-            for s in later:
-                for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
-                    p = s.path(kind)
-                    if p.exists():
-                        plan.actions.append(Action("remove", p, "segment after the truncation "
-                                                   "point (the broker deletes it)"))
-            plan.log_end_offset = r.next_offset if r.next_offset is not None else seg.base_offset
-            for off in part.snapshots:
-                if off > plan.log_end_offset:
-                    plan.actions.append(Action(
-                        "remove", part.path / naming.segment_file_name(off, naming.SNAPSHOT),
-                        "producer snapshot beyond the new log end offset"))
-            return plan
+            end = (seg.base_offset, r.valid_bytes)
+            break
         _index_actions(plan, seg, r)
         if r.next_offset is not None:
             plan.log_end_offset = r.next_offset
-    if plan.log_end_offset is None:
+    if end is None:
         last_seg = segs[-1]
         plan.log_end_offset = log_end_offset(segs)
         if plan.log_end_offset is None:
             plan.log_end_offset = last_seg.base_offset
+    _snapshot_actions(plan, segs, end)
+    _epoch_actions(plan, segs, end)
     return plan
+
+
+def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool) -> bool:
+    """Plan cutting segs[i] at the first bad batch and removing every later segment, as
+    LogLoader does; False (and a problem) when whole batches follow and not `force`."""
+    seg, later = segs[i], segs[i + 1:]
+    stop = r.stop.reason if r.stop else "incomplete batch at the end"
+    nb, nrec, first, last = _count_after(seg.log_path, r.valid_bytes)
+    later_batches = later_records = 0
+    for s in later:
+        b, n, _first, _last = _count_after(s.log_path, -1)
+        later_batches += b
+        later_records += n
+    if (nb or later_batches) and not force:
+        plan.problems.append(Problem(
+            seg.log_path, r.valid_bytes,
+            f"{stop}; valid data follows ({nrec} records in {nb} batches after it in "
+            f"this segment, {later_records} records in {later_batches} batches in "
+            f"{len(later)} later segments): cutting here, as a broker would, drops them. "
+            "Salvage them first, or rerun with --force to truncate"))
+        return False
+    plan.actions.append(Action(
+        "truncate", seg.log_path, f"{stop} (everything from here on is invalid)",
+        start=r.valid_bytes, end=r.file_size,
+        offsets=(first, last) if first is not None and last is not None else None,
+        records=nrec))
+    _index_actions(plan, seg, r)
+    for s in later:
+        for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
+            p = s.path(kind)
+            if p.exists():
+                plan.actions.append(Action("remove", p, "segment after the truncation "
+                                           "point (the broker deletes it)"))
+    plan.log_end_offset = r.next_offset if r.next_offset is not None else seg.base_offset
+    for off in plan.part.snapshots:
+        if off > plan.log_end_offset:
+            plan.actions.append(Action(
+                "remove", plan.part.path / naming.segment_file_name(off, naming.SNAPSHOT),
+                "producer snapshot beyond the new log end offset"))
+    return True
+
+
+def _snapshot_actions(plan: Plan, segs: list[Segment], end: LogEnd | None) -> None:
+    """A snapshot that does not decode is replaced by one rebuilt from the log (the broker
+    deletes it and rebuilds producer state from an older snapshot and the log:
+    ProducerStateManager.loadFromSnapshot). Below the log start there is no log to rebuild
+    it from, so it only goes."""
+    part, leo = plan.part, plan.log_end_offset
+    assert leo is not None
+    for off in sorted(part.snapshots):
+        if off > leo and end is not None:
+            continue  # removed with the cut
+        p = part.path / naming.segment_file_name(off, naming.SNAPSHOT)
+        try:
+            decode_snapshot(read_regular(p))
+            continue
+        except CorruptDataError as e:
+            why = f"producer snapshot does not decode ({e.reason})"
+        except (OSError, LogDirIOError):
+            continue  # unreadable: verify reports it; nothing here can fix that
+        if off < segs[0].base_offset:
+            plan.actions.append(Action("remove", p, why + "; below the log start, there is "
+                                       "no log to rebuild it from"))
+            continue
+        state = state_at(part, segs, off, end)
+        plan.actions.append(Action("rewrite", p, why + "; rebuilt from the log",
+                                   data=encode_snapshot(state.snapshot_entries())))
+
+
+def _epoch_actions(plan: Plan, segs: list[Segment], end: LogEnd | None) -> None:
+    """A leader-epoch checkpoint that does not parse, or whose entries are out of order, is
+    written again from the batches' leader epochs (what LogSegment.recover assigns). A
+    broker reading a corrupt one takes the whole log dir offline (KafkaStorageException)."""
+    p = plan.part.path / naming.LEADER_EPOCH
+    if not plan.part.has(naming.LEADER_EPOCH):
+        return
+    try:
+        entries = parse_leader_epochs(read_regular(p).decode("utf-8"))
+    except (CorruptDataError, UnicodeDecodeError):
+        why = "leader-epoch checkpoint does not parse"
+    except (OSError, LogDirIOError):
+        return
+    else:
+        if not epoch_order_errors(entries):
+            return
+        why = "leader-epoch checkpoint entries are out of order"
+    data = format_leader_epochs(epochs_from_log(segs, end)).encode()
+    plan.actions.append(Action("rewrite", p, why + "; rebuilt from the batches' leader epochs",
+                               data=data))
 
 
 def _index_actions(plan: Plan, seg: Segment, r: Rebuilt) -> None:
@@ -260,6 +337,12 @@ def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> Non
             crash_point("recover.index.before")
             atomic_write(a.path, a.data or b"", fsync=fsync)
             crash_point("recover.index.after")
+        elif a.kind == "rewrite":  # a copy of the old file goes to the quarantine first
+            ensure_mutable(a.path, plan.part.path.parent)
+            quarantine.save_range(a.path, 0, a.path.stat().st_size, a.reason)
+            crash_point("recover.rewrite.before")
+            atomic_write(a.path, a.data or b"", fsync=fsync)
+            crash_point("recover.rewrite.after")
     # later segments go newest first, `.log` before its indexes, so a crash leaves at most
     # orphan indexes (which the next run removes), never a log missing its predecessors
     removals = [a for a in plan.actions if a.kind == "remove"]

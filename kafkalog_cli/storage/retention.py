@@ -183,12 +183,12 @@ def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delet
 
 def _roll_empty(plan: RetentionPlan, fsync: bool) -> None:
     """LocalLog.roll: a new empty active segment at the log end, with a producer snapshot."""
-    from kafkalog_cli.storage.recovery import _state_before
+    from kafkalog_cli.storage.log_state import state_at
 
     base = plan.roll_at
     assert base is not None
     d = plan.part.path
-    state = _state_before(plan.part, plan.part.segments, base)
+    state = state_at(plan.part, plan.part.segments, base)
     crash_point("retain.roll.before")
     for kind in (naming.INDEX, naming.TIMEINDEX):
         atomic_write(d / naming.segment_file_name(base, kind), b"", fsync=fsync)
