@@ -101,7 +101,8 @@ def _fix_root_checkpoints(ld: Path, names: tuple[str, ...],
 
 
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
-               "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage.")
+               "left (verify would still report errors), or --dry-run found work, "
+               "8 operational error (e.g. lock held), 16 usage.")
 @options.paths_argument
 @click.option("--full", is_flag=True,
               help="Validate every segment, not just from the recovery point.")
@@ -120,10 +121,15 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             fmt: str) -> int:
     """Do offline, and explain, what a broker does at start-up after an unclean shutdown:
     finish or undo interrupted replacements (.cleaned/.swap/.deleted), drop orphan indexes,
-    validate segments from the recovery point, cut a torn or corrupt tail, rebuild indexes
-    and move the recovery point to the log end. Every removed file and every cut byte goes
-    to a quarantine folder first, with a manifest. Running it twice changes nothing the
-    second time.
+    validate segments from the recovery point, cut a torn or corrupt tail (or one whose
+    records do not decode, or whose offsets go backwards), rebuild indexes, rebuild producer
+    snapshots and the leader-epoch checkpoint that do not parse, rewrite a log dir's
+    unreadable checkpoints and move the recovery point to the log end. Every removed file,
+    cut byte and rewritten file goes to a quarantine folder first, with a manifest.
+
+    Then it verifies what it leaves: whatever `kafkalog verify` would still report as an
+    error is listed as `left`, with the command that fixes it (often this one with --full
+    or --force), and the exit code is 4. Running it twice changes nothing the second time.
 
     \b
     Examples:

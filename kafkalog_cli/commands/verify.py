@@ -25,8 +25,10 @@ from kafkalog_cli.storage.check import (
     check_log_file,
     check_partition,
 )
+from kafkalog_cli.storage.checkpoints import recovery_point
 from kafkalog_cli.storage.findings import ERROR, INFO, WARNING, Finding, Findings
 from kafkalog_cli.storage.logdir import Target, open_target, scan_partition
+from kafkalog_cli.storage.recovery import validation_floor
 
 
 def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats,
@@ -51,13 +53,15 @@ def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats,
 def _verify_file(path: Path, f: Findings, opts: CheckOptions, stats: Stats) -> None:
     fn = naming.parse_file_name(path.name)
     if fn.kind is naming.FileKind.SEGMENT and fn.suffix != naming.SNAPSHOT and not fn.temp:
-        part = scan_partition(path.parent)
+        part = open_target(path.parent).partition or scan_partition(path.parent)
+        # where plain recover starts validating, which decides the --full of a fix hint
+        floor = validation_floor([s.base_offset for s in part.segments], recovery_point(part))
         part.segments = [s for s in part.segments if s.base_offset == fn.offset]
         if not part.segments:
             raise UsageError(f"{path}: index file without its .log; nothing to check it against")
         part.temp_files, part.orphan_indexes, part.unknown = [], [], []
         part.snapshots, part.kraft_snapshots, part.special = [], [], []
-        check_partition(part, f, opts, stats)
+        check_partition(part, f, opts, stats, floor_base=floor)
         return
     try:
         if fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.SNAPSHOT:

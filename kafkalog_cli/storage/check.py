@@ -12,6 +12,7 @@ which retention reads (LogSegment.maxTimestampSoFar).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,11 +293,14 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
     leo: int | None = None
     summaries: list[SegmentSummary] = []
     interrupted = any(t.temp in (naming.CLEANED, naming.SWAP) for t in part.temp_files)
+    index_fixes: list[tuple[int, str]] = []  # where each segment's findings start, its fix
     for n, seg in enumerate(part.segments):
         stats.segments += 1
         is_last = n == len(part.segments) - 1
         # index-rebuild refuses a partition holding an interrupted replacement
-        fix_index = fix_log if interrupted else f"kafkalog index-rebuild {seg.log_path}"
+        fix_index = fix_log if interrupted else \
+            f"kafkalog index-rebuild {shlex.quote(str(seg.log_path))}"
+        index_fixes.append((len(f.items), fix_index))
         size = seg.size
         oidx = _read_index(seg, naming.INDEX, f, fix_index) if seg.has_index else None
         tidx = _read_index(seg, naming.TIMEINDEX, f, fix_index) if seg.has_timeindex else None
@@ -338,19 +342,24 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
                   "active one")
         if progress:
             progress(size)
-    fix = _recover_fix(part, summaries, floor_base, interrupted)
+    bad = next((n for n, s in enumerate(summaries) if s.first_bad is not None), None)
+    fix = _recover_fix(part, summaries, bad, floor_base, interrupted)
     f.refix(start, fix_log, fix)
+    if bad is not None:
+        # recover cuts the first damaged segment and removes the later ones: rebuilding
+        # their indexes first is wasted (or fails, on a segment an earlier fix removed)
+        for at, fix_index in index_fixes[bad:]:
+            f.refix(at, fix_index, fix)
     _check_partition_files(part, f, opts, stats, leo, summaries, fix)
     return leo if leo is not None else (part.segments[-1].base_offset if part.segments else None)
 
 
-def _recover_fix(part: PartitionDir, summaries: list[SegmentSummary], floor_base: int | None,
-                 interrupted: bool) -> str:
+def _recover_fix(part: PartitionDir, summaries: list[SegmentSummary], bad: int | None,
+                 floor_base: int | None, interrupted: bool) -> str:
     """The `recover` command line that repairs this partition: recover cuts the log where
     the first damage is, which needs --force when whole batches follow it and --full when
     it lies in an indexed segment below the one holding the recovery point."""
     full = force = False
-    bad = next((n for n, s in enumerate(summaries) if s.first_bad is not None), None)
     if bad is not None:
         force = summaries[bad].whole_after_bad > 0 or any(s.whole for s in summaries[bad + 1:])
         if floor_base is None:
@@ -481,7 +490,7 @@ def check_log_dir_files(ld: LogDir, f: Findings, leos: dict[tuple[str, int], int
             cp = ld.checkpoint(name)
         except CorruptDataError as e:
             f.add(ERROR, "CHECKPOINT_CORRUPT", e.path or ld.path / name, None,
-                  f"{e.reason} (the broker treats it as empty)")
+                  f"{e.reason} (the broker treats it as empty)", fix=recover_command(ld.path))
             continue
         if cp is None:
             continue

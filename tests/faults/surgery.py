@@ -1,9 +1,11 @@
 """Byte surgery on copies of segments (LevelDB log_test style helpers)."""
 
+import zlib
 from pathlib import Path
 
 from hypothesis import strategies as st
 
+from kafkalog_cli.codec.checksum import crc32c
 from kafkalog_cli.storage.logdir import open_target
 
 
@@ -23,6 +25,19 @@ def batch_positions(log: Path) -> list[tuple[int, int]]:
 def flip_byte(path: Path, pos: int, mask: int = 0x01) -> None:
     data = bytearray(path.read_bytes())
     data[pos] ^= mask
+    path.write_bytes(bytes(data))
+
+
+def fix_checksum(path: Path, pos: int) -> None:
+    """Make the batch at `pos` pass its CRC again (LevelDB's FixChecksum), so damage made
+    inside it reaches the deeper checks: v2 stores CRC-32C of attributes..end at byte 17,
+    magic 0/1 CRC-32 of magic..end at byte 12."""
+    data = bytearray(path.read_bytes())
+    size = int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+    if data[pos + 16] == 2:
+        data[pos + 17:pos + 21] = crc32c(bytes(data[pos + 21:pos + size])).to_bytes(4, "big")
+    else:
+        data[pos + 12:pos + 16] = zlib.crc32(bytes(data[pos + 16:pos + size])).to_bytes(4, "big")
     path.write_bytes(bytes(data))
 
 

@@ -1,0 +1,275 @@
+"""recover fixes what verify finds: damaged copies of the sample log dir are verified, the
+`fix:` commands verify prints are run exactly as written, and then verify reports no error
+and, once a recover has seen to the warnings too, another has nothing to do. Plain
+`recover` never claims a clean log dir (exit 0 or 1) while verify still reports errors.
+
+The CLI runs in this process (a subprocess per command would cost minutes) with fsync
+stubbed out: durability is not what these tests are about.
+"""
+
+import contextlib
+import io
+import json
+import os
+import shlex
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+from unittest import mock
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkalog_cli.cli import main
+from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.damage import KINDS, apply_damage
+from kafkalog_cli.storage.logdir import open_target
+from tests.conftest import FIXTURE
+from tests.faults.surgery import batch_positions, fix_checksum, mutate, mutation
+
+PARTS = sorted(p.name for p in FIXTURE.iterdir() if p.is_dir())
+ANY = st.integers(0, 10**6)  # an index, taken modulo what there is to choose from
+MUTATIONS = st.lists(mutation, min_size=1, max_size=3)
+EPOCH_ENTRIES = st.lists(st.tuples(st.integers(-1, 5), st.integers(0, 700)), max_size=4)
+
+DAMAGE = st.one_of(
+    st.tuples(st.just("log-bytes"), st.sampled_from(PARTS), ANY, MUTATIONS),
+    # flipped bytes past the batch header, then the CRC made right again: CRC-valid batches
+    # whose records may not decode
+    st.tuples(st.just("undecodable"), st.sampled_from(PARTS), ANY, ANY,
+              st.lists(st.tuples(ANY, st.integers(1, 255)), min_size=1, max_size=3)),
+    # a batch's base offset moved (it is outside the CRC in every format)
+    st.tuples(st.just("offset"), st.sampled_from(PARTS), ANY, ANY,
+              st.integers(-60, 60).filter(bool)),
+    st.tuples(st.just("snapshot"), st.sampled_from(PARTS), ANY, MUTATIONS),
+    st.tuples(st.just("epoch-bytes"), st.sampled_from(PARTS), MUTATIONS),
+    st.tuples(st.just("epoch-entries"), st.sampled_from(PARTS), EPOCH_ENTRIES),
+    st.tuples(st.just("root"), st.sampled_from(naming.ROOT_CHECKPOINTS), MUTATIONS),
+    st.tuples(st.just("index"), st.sampled_from(PARTS), ANY,
+              st.sampled_from(naming.INDEX_KINDS), MUTATIONS),
+    st.tuples(st.just("remove"), st.sampled_from(PARTS), ANY),
+    st.tuples(st.just("drill"), st.sampled_from(PARTS), st.sampled_from(KINDS), ANY),
+)
+
+
+def kafkalog(*args: object) -> tuple[int, str]:
+    """Run the CLI in this process: (exit code, stdout). Never a traceback."""
+    buf = io.BytesIO()
+    out = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
+    err = io.StringIO()
+    code = None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as e:
+            code = e.code
+    out.flush()
+    assert "Traceback" not in err.getvalue() and "internal error" not in err.getvalue(), (
+        args, err.getvalue())
+    assert isinstance(code, int), (args, code)
+    return code, buf.getvalue().decode("utf-8", "replace")
+
+
+def errors(ld: Path) -> list[dict]:
+    code, out = kafkalog("verify", ld, "--format", "json")
+    errs = [f for f in json.loads(out)["findings"] if f["severity"] == "error"]
+    assert code == (4 if errs else 0)
+    return errs
+
+
+def fix_commands(ld: Path) -> list[str]:
+    """The `fix:` lines of verify's text output for its errors, in order, each once."""
+    _code, out = kafkalog("verify", ld)
+    lines = out.splitlines()
+    fixes: list[str] = []
+    for line, nxt in zip(lines, [*lines[1:], ""], strict=True):
+        if line.startswith("error") and nxt.strip().startswith("fix: "):
+            fix = nxt.strip().removeprefix("fix: ")
+            if fix not in fixes:
+                fixes.append(fix)
+    return fixes
+
+
+def tree(ld: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(ld)): p.read_bytes() for p in sorted(ld.rglob("*")) if p.is_file()}
+
+
+def _pick(items: list, n: int):
+    return items[n % len(items)] if items else None
+
+
+def damage(ld: Path, d: tuple) -> None:
+    kind, *args = d
+    if kind == "root":
+        name, muts = args
+        p = ld / name
+        p.write_bytes(mutate(p.read_bytes(), muts))
+        return
+    pdir = ld / args[0]
+    segs = open_target(pdir).partition.segments
+    if kind == "log-bytes":
+        log = _pick(segs, args[1]).log_path
+        log.write_bytes(mutate(log.read_bytes(), args[2]))
+    elif kind in ("undecodable", "offset"):
+        log = _pick(segs, args[1]).log_path
+        batch = _pick(batch_positions(log), args[2])
+        if batch is None:
+            return
+        pos, size = batch
+        data = bytearray(log.read_bytes())
+        if kind == "offset":
+            base = int.from_bytes(data[pos:pos + 8], "big", signed=True)
+            data[pos:pos + 8] = max(0, base + args[3]).to_bytes(8, "big", signed=True)
+            log.write_bytes(bytes(data))
+            return
+        header = 61 if data[pos + 16] == 2 else 22
+        for at, mask in args[3]:
+            if size > header:
+                data[pos + header + at % (size - header)] ^= mask
+        log.write_bytes(bytes(data))
+        fix_checksum(log, pos)
+    elif kind == "snapshot":
+        snap = _pick(sorted(pdir.glob("*" + naming.SNAPSHOT)), args[1])
+        if snap is not None:
+            snap.write_bytes(mutate(snap.read_bytes(), args[2]))
+    elif kind == "epoch-bytes":
+        p = pdir / naming.LEADER_EPOCH
+        p.write_bytes(mutate(p.read_bytes(), args[1]))
+    elif kind == "epoch-entries":
+        body = "".join(f"{e} {o}\n" for e, o in args[1])
+        (pdir / naming.LEADER_EPOCH).write_text(f"0\n{len(args[1])}\n{body}")
+    elif kind == "index":
+        p = _pick(segs, args[1]).path(args[2])
+        if p.exists():
+            p.write_bytes(mutate(p.read_bytes(), args[3]))
+    elif kind == "remove":
+        files = sorted(p for p in pdir.iterdir() if not p.name.endswith(naming.LOG))
+        _pick(files, args[1]).unlink()
+    else:  # a drill of `kafkalog generate --damage`
+        apply_damage(open_target(pdir).partition, args[1], args[2])
+
+
+@contextlib.contextmanager
+def damaged_copy(damages: list[tuple]):
+    with tempfile.TemporaryDirectory() as tmp, mock.patch("os.fsync"):
+        ld = Path(tmp) / "ld"
+        shutil.copytree(FIXTURE, ld)
+        for d in damages:
+            damage(ld, d)
+        yield ld
+
+
+def test_following_verify_fix_hints_leaves_a_clean_log_dir_and_nothing_to_do():
+    seen: Counter[str] = Counter()
+
+    @settings(max_examples=80)
+    @given(damages=st.lists(DAMAGE, min_size=1, max_size=3))
+    def check(damages):
+        with damaged_copy(damages) as ld:
+            found = errors(ld)
+            seen.update({f["code"] for f in found})
+            fixes = fix_commands(ld)
+            assert all(f["fix"] for f in found), found  # every error names its fix
+            for fix in fixes:
+                argv = shlex.split(fix)
+                assert argv[0] == "kafkalog", fix
+                code, out = kafkalog(*argv[1:])
+                assert code in (0, 1, 4), (fix, code, out)
+            left = errors(ld)
+            assert not left, (damages, fixes, [(f["code"], f["file"], f["fix"]) for f in left])
+            # a recover may still act on warnings (a missing index); the next has nothing to do
+            assert kafkalog("recover", ld)[0] in (0, 1)
+            before = tree(ld)
+            code, out = kafkalog("recover", ld)
+            assert (code, out) == (0, "nothing to do\n"), (damages, fixes, out)
+            assert tree(ld) == before
+
+    check()
+    # the damage reached every kind of finding the fix is for
+    assert {"LOG_CRC_MISMATCH", "LOG_RECORDS_INVALID", "LOG_OFFSET_ORDER", "SNAPSHOT_CORRUPT",
+            "LEADER_EPOCH_CORRUPT", "LEADER_EPOCH_ORDER", "CHECKPOINT_CORRUPT",
+            "LOG_TORN_TAIL"} <= set(seen), seen
+
+
+def test_plain_recover_never_claims_clean_while_verify_has_errors():
+    @settings(max_examples=40)
+    @given(damages=st.lists(DAMAGE, min_size=1, max_size=3))
+    def check(damages):
+        with damaged_copy(damages) as ld:
+            code, out = kafkalog("recover", ld, "--format", "json")
+            report = json.loads(out)
+            left = {(x["code"], x["file"], x["position"])
+                    for r in report["partitions"] + report["logDirs"] for x in r["left"]}
+            errs = {(f["code"], f["file"], f["position"]) for f in errors(ld)}
+            assert left == errs  # what recover says it left is what verify finds
+            assert code == (4 if errs else 1 if any(
+                r["actions"] for r in report["partitions"] + report["logDirs"]) else 0)
+
+    check()
+
+
+def test_a_corrupt_snapshot_and_epoch_checkpoint_are_rebuilt_as_the_broker_wrote_them(tmp_path):
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    snap = ld / "demo-0" / naming.segment_file_name(506, naming.SNAPSHOT)
+    epochs = ld / "demo-0" / naming.LEADER_EPOCH
+    original = snap.read_bytes(), epochs.read_bytes()
+    snap.write_bytes(original[0][:-3])
+    epochs.write_text("0\n2\n0 0\n")
+    assert {f["code"] for f in errors(ld)} == {"SNAPSHOT_CORRUPT", "LEADER_EPOCH_CORRUPT"}
+    code, out = kafkalog("recover", ld)
+    assert code == 1 and out.count("rewrite") == 2, out
+    assert (snap.read_bytes(), epochs.read_bytes()) == original
+    assert kafkalog("recover", ld) == (0, "nothing to do\n")
+
+
+def test_hints_name_full_below_the_recovery_point_and_force_when_batches_follow(tmp_path):
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    pdir = ld / "demo-0"
+    first = open_target(pdir).partition.segments[0].log_path  # below the recovery point
+    pos, size = batch_positions(first)[-1]
+    data = bytearray(first.read_bytes())
+    data[pos + size - 2] ^= 0x40  # the last batch of the first segment: later ones follow
+    first.write_bytes(bytes(data))
+    assert fix_commands(ld) == [f"kafkalog recover {pdir} --full --force"]
+    code, out = kafkalog("recover", ld)  # plain: does not look there, but says what is left
+    assert code == 4
+    assert f"left          {first}:{pos}: LOG_CRC_MISMATCH" in out
+    assert f"fix: kafkalog recover {pdir} --full --force" in out
+    code, out = kafkalog("recover", pdir, "--full")  # not enough: cutting drops segments
+    assert code == 4 and "rerun with --force" in out
+    assert kafkalog("recover", pdir, "--full", "--force")[0] == 1
+    assert errors(ld) == []
+
+
+def test_a_crc_valid_batch_whose_records_do_not_decode_is_cut_like_a_crc_failure(tmp_path):
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    pdir = ld / "demo-1"
+    last = open_target(pdir).partition.segments[-1].log_path
+    pos, _size = batch_positions(last)[-1]
+    data = bytearray(last.read_bytes())
+    data[pos + 61] ^= 0x7F  # the first record's length varint
+    last.write_bytes(bytes(data))
+    fix_checksum(last, pos)
+    assert [f["code"] for f in errors(ld)] == ["LOG_RECORDS_INVALID"]
+    assert fix_commands(ld) == [f"kafkalog recover {pdir}"]  # the tail: no option needed
+    code, out = kafkalog("recover", pdir)
+    assert code == 1 and f"truncate      {last} bytes {pos}..{len(data)}" in out, out
+    assert errors(ld) == []
+    assert os.path.getsize(last) == pos
+
+
+def test_a_corrupt_root_checkpoint_is_rewritten_once(tmp_path):
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    (ld / naming.REPLICATION).write_text("0\n5\ndemo 0 x\n")
+    [f] = errors(ld)
+    assert (f["code"], f["fix"]) == ("CHECKPOINT_CORRUPT", f"kafkalog recover {ld}")
+    code, out = kafkalog("recover", ld)
+    assert code == 1 and f"rewrite       {ld / naming.REPLICATION}" in out
+    assert (ld / naming.REPLICATION).read_text() == "0\n0\n"  # the broker reads it as empty
+    assert kafkalog("recover", ld) == (0, "nothing to do\n")
+
