@@ -8,6 +8,7 @@ Header rules (no decompression):
   LOG_OFFSET_ORDER        the batch does not start after the previous batch's last offset
   SEGMENT_BASE_MISMATCH   a segment's first batch starts below the base offset in its name
   SEGMENT_OVERLAP         a segment's base offset is not above the previous segment's last
+                          (a property of the segment: verify's check_partition reports it)
   LOG_OFFSET_OVERFLOW     the last offset does not fit relative to the base (KAFKA-6264)
 Record rules (deep):
   LOG_RECORDS_INVALID, LOG_RECORD_OFFSET_ORDER, LOG_RECORD_OFFSET_RANGE,
@@ -64,9 +65,6 @@ def header_faults(b: Batch, base: int, prev_last: int | None, first_in_segment: 
     if first_in_segment and first < base:
         out.append(Fault("SEGMENT_BASE_MISMATCH", f"first batch starts at offset {first}, below "
                          f"the segment base offset {base} in the file name", f">= {base}", first))
-    if first_in_segment and prev_last is not None and base <= prev_last:
-        out.append(Fault("SEGMENT_OVERLAP", f"segment base offset {base} is not above the "
-                         f"previous segment's last offset {prev_last}"))
     if not 0 <= b.last_offset - base <= INT32_MAX:
         out.append(Fault("LOG_OFFSET_OVERFLOW", f"last offset {b.last_offset} is not "
                          f"representable relative to base {base} (KAFKA-6264 overflow)"))
@@ -122,6 +120,9 @@ class BatchRules:
     def fault(self, b: Batch, base: int, first_in_segment: bool) -> Fault | None:
         """The first fault of `b`, or None (then `b` counts as the previous batch)."""
         faults = header_faults(b, base, self.prev_last, first_in_segment)
+        if first_in_segment and self.prev_last is not None and base <= self.prev_last:
+            faults.append(Fault("SEGMENT_OVERLAP", f"segment base offset {base} is not above "
+                                f"the previous segment's last offset {self.prev_last}"))
         if not faults and self.deep:
             faults = record_faults(b, self.max_decompressed)[0]
         if faults:

@@ -72,6 +72,9 @@ class SegmentSummary:
     whole: int = 0  # batches that pass their CRC
     whole_after_bad: int = 0  # of which after first_bad: what a cut there drops
 
+    first_pos: int | None = None  # the first batch's
+    first_whole: bool = False  # whether the first batch passes its CRC
+
     def note_bad(self, pos: int) -> None:
         if self.first_bad is None:
             self.first_bad = pos
@@ -80,6 +83,13 @@ class SegmentSummary:
         self.whole += 1
         if self.first_bad is not None and pos > self.first_bad:
             self.whole_after_bad += 1
+
+    def note_bad_segment(self) -> None:
+        """The segment as a whole is bad: the cut goes before its first batch."""
+        if self.first_pos is not None and (self.first_bad is None
+                                           or self.first_pos < self.first_bad):
+            self.first_bad = self.first_pos
+            self.whole_after_bad = self.whole - self.first_whole
 
 
 _DAMAGE_CODES = {"torn-tail": "LOG_TORN_TAIL", "zero-tail": "LOG_ZERO_TAIL",
@@ -214,7 +224,8 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
             stats.bytes += nbytes
             return SegmentSummary(first_offset=first, last_offset=last_off,
                                   max_timestamp=max_ts, valid_end=valid_end, epochs=epochs,
-                                  magics={2} if nbatches else set(), whole=nbatches)
+                                  magics={2} if nbatches else set(), whole=nbatches,
+                                  first_pos=0 if nbatches else None, first_whole=nbatches > 0)
     s = SegmentSummary()
     oi = _OffsetIndexWalk(offset_index, f, fix_index) if offset_index else None
     ti = _TimeIndexWalk(time_index, f, fix_index) if time_index else None
@@ -248,6 +259,7 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
         b_last = b.last_offset
         if s.first_offset is None:
             s.first_offset = first_offset(b)
+            s.first_pos, s.first_whole = pos, s.whole > 0
         last = b_last if last is None else max(last, b_last)
         s.last_offset = last
         if b.max_timestamp > running_max:
@@ -318,6 +330,11 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
         s = check_log_file(seg.log_path, seg.base_offset, f, opts, stats, last, oidx, tidx,
                            fix_log, fix_index)
         summaries.append(s)
+        if s.first_offset is not None and last is not None and seg.base_offset <= last:
+            f.add(ERROR, "SEGMENT_OVERLAP", seg.log_path, None,
+                  f"segment base offset {seg.base_offset} is not above the previous "
+                  f"segment's last offset {last}", fix=fix_log)
+            s.note_bad_segment()  # recover cuts at its first batch
         if s.last_offset is not None:
             last = s.last_offset
             leo = last + 1
