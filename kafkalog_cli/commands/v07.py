@@ -26,7 +26,7 @@ from kafkalog_cli.errors import (
 from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.check import CheckOptions, Stats
-from kafkalog_cli.storage.findings import Findings
+from kafkalog_cli.storage.findings import ERROR, Findings
 from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.v07 import (
@@ -231,16 +231,28 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
             report.append({"partition": str(part.path), "format": FORMAT,
                            "logEndOffset": plan.log_end_offset, "actions": rows,
                            "problems": probs})
+    # what verify would still report as errors: recover never claims a clean dir over them
+    # (a dry run that would change something cannot tell)
+    left: list[Row] = []
+    if not (dry_run and changed):
+        f = Findings()
+        for t in ts:
+            check_target(find_target(t.path) or t, f, CheckOptions(), Stats())
+        left = [x.as_dict() for x in f.items if x.severity == ERROR]
     if fmt == "json":
-        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report},
+        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report, "left": left},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         for r in report:
             if r["actions"] or r["problems"]:
                 out.write(_recover_text(r["actions"], r["problems"], dry_run) + "\n")
-        if not changed and not problems:
+        for x in left:
+            at = f":{x['position']}" if x["position"] is not None else ""
+            fix = f"fix: {x['fix']}" if x["fix"] else "no kafkalog command fixes this"
+            out.write(f"left          {x['file']}{at}: {x['code']}: {x['message']}; {fix}\n")
+        if not changed and not problems and not left:
             out.write("nothing to do\n")
-    if problems or (dry_run and changed):
+    if problems or left or (dry_run and changed):
         return EXIT_UNFIXED
     return EXIT_FIXED if changed else 0
 

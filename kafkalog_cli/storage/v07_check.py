@@ -23,6 +23,7 @@ from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.check import CheckOptions, Stats
 from kafkalog_cli.storage.findings import ERROR, INFO, WARNING, Findings
+from kafkalog_cli.storage.recovery import recover_command
 from kafkalog_cli.storage.v07 import (
     CLEAN_SHUTDOWN,
     LOCK,
@@ -76,7 +77,6 @@ def check_partition(part: Partition07, f: Findings, opts: CheckOptions, stats: S
                     single_file: bool = False) -> None:
     stats.partitions += 1
     pdir = part.path
-    fix = f"kafkalog recover {pdir}"
     if part.name is None:
         f.add(ERROR, "V07_BAD_DIR_NAME", pdir, None,
               "partition dir name is not <topic>-<partition> (0.7 splits it at the last '-' and "
@@ -99,8 +99,11 @@ def check_partition(part: Partition07, f: Findings, opts: CheckOptions, stats: S
             f.add(WARNING, "UNKNOWN_FILE", pdir / name, None,
                   "not a file Kafka 0.7 writes in a partition dir")
     prev: Segment07 | None = None
+    start = len(f.items)
+    placeholder = recover_command(pdir)
+    first_bad: tuple[int, int] | None = None  # (segment index, entries after the damage)
+    later_entries = 0
     for i, seg in enumerate(part.segments):
-        newest = i == len(part.segments) - 1 and not single_file
         if prev is not None and prev.end != seg.start:
             what = "a gap after" if seg.start > prev.end else "an overlap with"
             f.add(ERROR, "V07_SEGMENT_NAME_MISMATCH", seg.path, None,
@@ -108,19 +111,38 @@ def check_partition(part: Partition07, f: Findings, opts: CheckOptions, stats: S
                   f"{prev.size}); 0.7 refuses to load the partition (Log.validateSegments)",
                   expected=prev.end, found=seg.start)
         stats.segments += 1
-        _check_segment(seg, f, opts, stats, fix if newest else f"kafkalog recover --full {pdir}")
+        bad, after, entries = _check_segment(seg, f, opts, stats, placeholder)
+        if first_bad is None and bad is not None:
+            first_bad = (i, after)
+        elif first_bad is not None:
+            later_entries += entries
         prev = seg
+    if first_bad is not None:
+        # recover reads only the newest segment unless --full, and cuts at the first damage,
+        # which needs --force when whole entries follow it (v07_recovery.py)
+        i, after = first_bad
+        full = single_file or i < len(part.segments) - 1
+        f.refix(start, placeholder, recover_command(pdir, full=full,
+                                                    force=bool(after or later_entries)))
 
 
 def _check_segment(seg: Segment07, f: Findings, opts: CheckOptions, stats: Stats,
-                   fix: str) -> None:
+                   fix: str) -> tuple[int | None, int, int]:
+    """(position of the first damage or undecodable entry, whole entries after it, whole
+    entries in all)."""
     path = seg.path
+    bad: list[int] = []
 
     def on_damage(d: Damage) -> None:
+        bad.append(d.position)
         f.add(ERROR, DAMAGE_CODES.get(d.code, "V07_DAMAGE"), path, d.position,
               f"{d.reason} (offset {seg.start + d.position}; {d.size} bytes affected)", fix=fix)
 
+    entries = after = 0
     for pos, msg in iter_entries(path, on_damage=on_damage, resync=True):
+        entries += 1
+        if bad and pos > bad[0]:
+            after += 1
         stats.batches += 1
         stats.bytes += msg.entry_size
         if opts.shallow:
@@ -128,9 +150,11 @@ def _check_segment(seg: Segment07, f: Findings, opts: CheckOptions, stats: Stats
         try:
             stats.records += len(inner_messages(msg, opts.max_decompressed))
         except CorruptDataError as e:
+            bad.append(pos)
             f.add(ERROR, "V07_INNER_INVALID", path, pos,
                   f"compressed message at offset {seg.start + pos} does not decode: {e.reason}",
                   fix=fix)
+    return (bad[0] if bad else None), after, entries
 
 
 def target_problems(t: Target07) -> list[tuple[Path, str]]:

@@ -2,7 +2,8 @@
 
 0.7's rule (Log.loadSegments + FileMessageSet.recover): only the newest segment is
 validated; entries are read in order and the file is truncated at the first one whose size
-is below 5, runs past the end of the file, or whose payload CRC does not match. Older
+is below 5, runs past the end of the file, or whose payload CRC does not match (we also
+cut at a compressed entry whose inner messages do not decode, which verify reports). Older
 segments are never looked at, and a name that does not follow on from the previous
 segment stops the broker.
 
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.codec.v07 import inner_messages
+from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.quarantine import Quarantine
@@ -49,20 +52,31 @@ class Plan07:
 
 
 def _first_damage(seg: Segment07) -> tuple[int, Damage | None]:
-    """(bytes valid from the start, the damage that ends them or None)."""
+    """(bytes valid from the start, the damage that ends them or None). A compressed entry
+    whose inner messages do not decode ends them too: 0.7 checks only sizes and CRCs, but
+    verify reports it and a consumer fails on it just the same."""
     found: list[Damage] = []
     valid = 0
     for pos, msg in iter_entries(seg.path, on_damage=found.append):
+        if found:
+            break
+        try:
+            inner_messages(msg)
+        except CorruptDataError as e:
+            found.append(Damage(pos, "inner-invalid", f"compressed message does not decode: "
+                                f"{e.reason}", msg.entry_size))
+            break
         valid = pos + msg.entry_size
     return valid, (found[0] if found else None)
 
 
 def _valid_after(seg: Segment07, start: int) -> int:
-    """Valid entries from `start` on, skipping damage (what a cut there would drop)."""
+    """Whole entries after byte `start`, skipping damage: what a cut there drops besides
+    the bad entry at `start`."""
     n = 0
-    for _pos, _msg in iter_entries(seg.path, on_damage=lambda d: None, start=start,
-                                   resync=True):
-        n += 1
+    for pos, _msg in iter_entries(seg.path, on_damage=lambda d: None, start=max(start, 0),
+                                  resync=True):
+        n += pos > start
     return n
 
 
@@ -84,7 +98,7 @@ def plan_partition(part: Partition07, *, full: bool = False, force: bool = False
             continue
         later = segs[i + 1:]
         nmsg = _valid_after(seg, valid)
-        nlater = sum(_valid_after(s, 0) for s in later)
+        nlater = sum(_valid_after(s, -1) for s in later)
         if (nmsg or nlater) and not force:
             plan.problems.append(Problem(
                 seg.path, valid,

@@ -5,15 +5,18 @@ import gzip
 import io
 import json
 import os
+import shlex
 import shutil
+import struct
 import subprocess
 import sys
+import zlib
 from itertools import pairwise
 
 import pytest
 
 from tests.cli.run import run
-from tests.v07.bytes07 import payload_of, positions, segments
+from tests.v07.bytes07 import flip, payload_of, positions, segments
 
 CRASH_EXIT = 99
 
@@ -325,3 +328,43 @@ def test_a_migrate_killed_while_filling_an_existing_dir_is_undone_by_the_next(tm
     for f in (tmp_path / "fresh").rglob("*"):
         if f.is_file() and f.name != "partition.metadata":  # a new random topic id each run
             assert (out / f.relative_to(tmp_path / "fresh")).read_bytes() == f.read_bytes()
+
+
+def _errors(path):
+    v = run("verify", path, "--format", "json")
+    return [f for f in json.loads(v.out)["findings"] if f["severity"] == "error"]
+
+
+def test_hints_name_full_and_force_and_plain_recover_says_what_it_leaves(tmp_path):
+    ld = gen(tmp_path / "ld")
+    pdir = ld / "demo-0"
+    first = segments(pdir)[0]  # 0.7's recovery never reads it; later segments follow
+    pos, n = positions(first.read_bytes())[-1]
+    flip(first, pos + 4 + n - 1)
+    [err] = _errors(ld)
+    fix = f"kafkalog recover {pdir} --full --force"
+    assert (err["code"], err["fix"]) == ("V07_CRC_MISMATCH", fix)
+    r = run("recover", ld)
+    assert r.code == 4 and f"left          {first}:{pos}: V07_CRC_MISMATCH" in r.text
+    assert f"fix: {fix}" in r.text
+    assert run(*shlex.split(fix)[1:]).code == 1
+    assert _errors(ld) == []
+    assert run("recover", ld).text == "nothing to do\n"
+
+
+def test_a_compressed_entry_that_does_not_decode_is_cut_like_a_crc_failure(tmp_path):
+    ld = gen(tmp_path / "ld")
+    pdir = ld / "demo-1"
+    newest = segments(pdir)[-1]
+    data = bytearray(newest.read_bytes())
+    pos, n = next((p, n) for p, n in positions(bytes(data)) if data[p + 5] & 3 == 1)  # gzip
+    data[pos + 10 + 12] ^= 0xFF  # inside the deflate stream, then the CRC made right again
+    struct.pack_into(">I", data, pos + 6, zlib.crc32(payload_of(bytes(data), pos, n)))
+    newest.write_bytes(bytes(data))
+    errs = _errors(ld)
+    assert [e["code"] for e in errs] == ["V07_INNER_INVALID"]
+    starts = [p for p, _ in positions(bytes(data))]
+    force = " --force" if starts.index(pos) < len(starts) - 1 else ""  # whole entries follow
+    assert errs[0]["fix"] == f"kafkalog recover {pdir}{force}"
+    assert run(*shlex.split(errs[0]["fix"])[1:]).code == 1
+    assert _errors(ld) == [] and newest.read_bytes() == data[:pos]
