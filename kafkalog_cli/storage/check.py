@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafkalog_cli.codec import compression
@@ -293,10 +293,14 @@ def _read_index(seg: Segment, kind: str, f: Findings, fix: str):  # type: ignore
 
 def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: Stats,
                     progress: Callable[[int], None] | None = None,
-                    floor_base: int | None = None) -> int | None:
+                    floor_base: int | None = None,
+                    validated: frozenset[int] = frozenset()) -> int | None:
     """Check a partition dir; returns its log end offset (None if it holds no batch).
     `floor_base`: the base offset of the segment plain `recover` starts validating at,
-    when `part` holds only some of the partition's segments."""
+    when `part` holds only some of the partition's segments. `validated`: base offsets of
+    segments whose every batch recover has just passed through the same rules
+    (batch_rules.py), whose records need not be decoded again."""
+    shallow = replace(opts, shallow=True)
     stats.partitions += 1
     pdir = part.path
     start = len(f.items)
@@ -327,8 +331,9 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
                       f"{len(idx.slots) - idx.used} zero-filled preallocated slots after "
                       f"{idx.used} entries (left by a running or crashed broker; Kafka trims "
                       "on roll and clean shutdown)", fix=fix_index)
-        s = check_log_file(seg.log_path, seg.base_offset, f, opts, stats, last, oidx, tidx,
-                           fix_log, fix_index)
+        s = check_log_file(seg.log_path, seg.base_offset, f,
+                           shallow if seg.base_offset in validated else opts, stats, last, oidx,
+                           tidx, fix_log, fix_index)
         summaries.append(s)
         if s.first_offset is not None and last is not None and seg.base_offset <= last:
             f.add(ERROR, "SEGMENT_OVERLAP", seg.log_path, None,

@@ -92,6 +92,9 @@ class Plan:
     actions: list[Action] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     log_end_offset: int | None = None
+    # base offsets of segments that hold only batches passing batch_rules.py once the plan
+    # is applied (validated whole, or cut where the first bad batch was)
+    validated: set[int] = field(default_factory=set)
 
     @property
     def empty(self) -> bool:
@@ -191,8 +194,10 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
         if r.truncated:
             if not _plan_cut(plan, segs, i, r, force):
                 return plan
+            plan.validated.add(seg.base_offset)
             end = (seg.base_offset, r.valid_bytes)
             break
+        plan.validated.add(seg.base_offset)
         _index_actions(plan, seg, r)
         if r.next_offset is not None:
             plan.log_end_offset = r.next_offset
