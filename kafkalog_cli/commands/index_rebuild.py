@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import click
@@ -12,8 +13,20 @@ from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
 from kafkalog_cli.output.console import progress, warn
 from kafkalog_cli.output.render import make_renderer
+from kafkalog_cli.storage.check import CheckOptions, Stats, check_partition
+from kafkalog_cli.storage.findings import ERROR, Findings
+from kafkalog_cli.storage.logdir import PartitionDir, scan_partition
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
+from kafkalog_cli.storage.recovery import recover_command
 from kafkalog_cli.storage.reindex import reindex_partition
+
+
+def _recover_fix(part: PartitionDir) -> str:
+    """The command verify names for the partition's damaged log (with the options it needs)."""
+    f = Findings()
+    check_partition(scan_partition(part.path, part.log_dir), f, CheckOptions(), Stats())
+    return next((x.fix for x in f.items if x.severity == ERROR and x.fix
+                 and x.fix.startswith("kafkalog recover")), recover_command(part.path))
 
 
 def _text(row: dict[str, Any]) -> str:
@@ -49,6 +62,7 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
     """
     out = make_renderer(fmt, _text)
     changed = damaged = 0
+    fixes: dict[Path, str] = {}
     targets = partitions_of(paths)
     with ExitStack() as stack:
         fresh = {p.path: p for p in lock_dirs([p for _t, parts, _b in targets for p in parts],
@@ -63,8 +77,10 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
                     changed += c.changed
                     if c.damage and c.kind == "index":
                         damaged += 1
+                        if part.path not in fixes:
+                            fixes[part.path] = _recover_fix(part)
                         warn(f"{c.damage}; indexes cover the valid prefix only "
-                             f"(fix: kafkalog recover {part.path})")
+                             f"(fix: {fixes[part.path]})")
                     out.row({"segment": str(c.segment), "file": str(c.file), "kind": c.kind,
                              "entries": c.entries, "bytesBefore": c.before,
                              "bytesAfter": c.after, "changed": c.changed, "dryRun": dry_run})

@@ -25,6 +25,7 @@ from kafkalog_cli.cli import main
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.damage import KINDS, apply_damage
 from kafkalog_cli.storage.logdir import open_target
+from tests.cli.run import run
 from tests.conftest import FIXTURE
 from tests.faults.surgery import batch_positions, fix_checksum, mutate, mutation
 
@@ -273,3 +274,18 @@ def test_a_corrupt_root_checkpoint_is_rewritten_once(tmp_path):
     assert (ld / naming.REPLICATION).read_text() == "0\n0\n"  # the broker reads it as empty
     assert kafkalog("recover", ld) == (0, "nothing to do\n")
 
+
+
+def test_index_rebuild_on_a_damaged_log_names_the_fix_verify_names(tmp_path):
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    pdir = ld / "demo-0"
+    first = open_target(pdir).partition.segments[0].log_path
+    pos, _size = batch_positions(first)[2]
+    data = bytearray(first.read_bytes())
+    data[pos + 70] ^= 1
+    first.write_bytes(bytes(data))
+    [fix] = fix_commands(ld)
+    assert fix == f"kafkalog recover {pdir} --full --force"
+    r = run("index-rebuild", pdir)
+    assert r.code == 4 and f"(fix: {fix})" in r.err
