@@ -18,7 +18,7 @@ from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkalog_cli.spark.plan import CheckGroup
 from kafkalog_cli.storage.check import CheckOptions, Stats, check_partition
 from kafkalog_cli.storage.findings import Findings
-from kafkalog_cli.storage.logdir import scan_partition
+from kafkalog_cli.storage.logdir import parent_log_dir, scan_partition
 
 STAT_FIELDS = ("partitions", "segments", "batches", "records", "bytes")
 FINDING_FIELDS = ("severity", "code", "file", "position", "message", "expected", "found", "fix")
@@ -29,7 +29,7 @@ def read_checks(group: CheckGroup, schema: pa.Schema, *, shallow: bool,
     opts = CheckOptions(shallow=shallow,
                         max_decompressed=max_decompressed or DEFAULT_MAX_DECOMPRESSED)
     for path in group.partition_dirs:
-        part = scan_partition(Path(path))
+        part = scan_partition(Path(path), parent_log_dir(Path(path)))
         f, stats = Findings(), Stats()
         leo = check_partition(part, f, opts, stats)
         counters = asdict(stats)

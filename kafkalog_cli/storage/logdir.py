@@ -204,6 +204,13 @@ class Target:
         return [p for ld in self.log_dirs for p in ld.partitions]
 
 
+def parent_log_dir(pdir: Path) -> LogDir | None:
+    """The log dir holding partition dir `pdir`, when its parent has a log dir's root files
+    (its checkpoints say, e.g., where recovery starts)."""
+    parent = pdir.parent
+    return LogDir(parent) if any((parent / n).exists() for n in naming.ROOT_FILES) else None
+
+
 def open_target(path: str | Path) -> Target:
     p = Path(path)
     if not p.exists() and not p.is_symlink():
@@ -215,9 +222,7 @@ def open_target(path: str | Path) -> Target:
     entries = _listdir(p)
     if any(naming.parse_file_name(e.name).kind in (FileKind.SEGMENT, FileKind.KRAFT_SNAPSHOT)
            for e in entries if e.is_file()):
-        parent = p.parent
-        ld = LogDir(parent) if any((parent / n).exists() for n in naming.ROOT_FILES) else None
-        return Target(p, "partition", partition=scan_partition(p, ld))
+        return Target(p, "partition", partition=scan_partition(p, parent_log_dir(p)))
     if _looks_like_log_dir(p, entries):
         return Target(p, "logdir", [scan_log_dir(p)])
     # a folder of log dirs (an archive): look one and two levels down
