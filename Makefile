@@ -3,19 +3,26 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
+# two stamps: `make demo` installs kafkalog alone (about 80 MB); `make test` adds the test and
+# Spark extras (about 1.1 GB) to the same venv
+BASE   := $(VENV)/.installed-base
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench fixtures clean kafka-ref
+.PHONY: demo test bench fixtures clean kafka-ref venv
 
-$(STAMP): pyproject.toml setup.py constraints.txt
+$(BASE): pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt -e .
+	touch $(BASE)
+
+$(STAMP): $(BASE)
 	$(PIP) install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(VENV)/bin/kafkalog verify fixtures/sample
 	$(VENV)/bin/kafkalog dump fixtures/sample/demo-0 --records --print-data | head -n 40
 
