@@ -57,6 +57,7 @@ class Screen:
         self._lock = threading.RLock()
         self._render: Callable[[int], str] | None = None  # terminal width -> the bar line
         self._err: TextIO = sys.stderr
+        self._line: str | None = None  # the bar as last rendered
         self._shown = False  # the bar is on screen, cursor at its end
         self._midline = False  # stdout left the cursor inside a line: do not draw
         self._held = b""  # stdout bytes after the last newline, while the bar is up
@@ -74,6 +75,7 @@ class Screen:
             if self._render is not None:
                 raise RuntimeError("one progress bar at a time")
             self._err, self._render, self._midline = err or sys.stderr, render, False
+            self._line = None
             self._stop.clear()
             self._draw()
         self._thread = threading.Thread(target=self._refresh, name="kafkalog-progress",
@@ -122,15 +124,18 @@ class Screen:
     def _refresh(self) -> None:
         while not self._stop.wait(REFRESH_S):
             with self._lock:
-                self._draw()
+                self._draw(fresh=True)
 
-    def _draw(self) -> None:
+    def _draw(self, fresh: bool = False) -> None:
+        """Draw the bar; rendered anew only by the refresh thread (10 times a second) or
+        when there is none yet, so a burst of output lines costs no rendering."""
         if self._render is None or self._midline:
             return
         err = self._err
-        # one cell short of the width: a full line leaves some terminals wrapping early
-        line = self._render(max(terminal_width(err.fileno()) - 1, 1))
-        err.write("\r" + line + "\x1b[K")
+        if fresh or self._line is None:
+            # one cell short of the width: a full line leaves some terminals wrapping early
+            self._line = self._render(max(terminal_width(err.fileno()) - 1, 1))
+        err.write("\r" + self._line + "\x1b[K")
         err.flush()
         self._shown = True
 
