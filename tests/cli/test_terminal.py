@@ -51,6 +51,7 @@ def _on_screen(tmp: Path, args: list[str], cols: int, rows: int) -> tuple[int, l
     sock, raw, go = tmp / "tmux.sock", tmp / "pane.raw", tmp / "go"
     tmux = [_tmux(), "-S", str(sock), "-f", "/dev/null"]
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
+    env["SHELL"] = "/bin/sh"  # the pane's shell runs the POSIX script below
     cmd = shlex.join([sys.executable, "-m", "kafkalog_cli", *args])
     # wait for pipe-pane before starting, so the raw log holds every byte
     script = (f"while [ ! -e {shlex.quote(str(go))} ]; do sleep 0.02; done; {cmd}; "
