@@ -8,7 +8,7 @@ PIP    := $(VENV)/bin/pip
 BASE   := $(VENV)/.installed-base
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench fixtures clean kafka-ref venv
+.PHONY: demo test bench fixtures clean kafka-ref venv tmux
 
 $(BASE): pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,13 @@ demo: $(BASE)
 	$(VENV)/bin/kafkalog verify fixtures/sample
 	$(VENV)/bin/kafkalog dump fixtures/sample/demo-0 --records --print-data | head -n 40
 
-test: $(STAMP) kafka-ref
+test: $(STAMP) kafka-ref tmux
 	$(PY) -m pytest -q -n 2 tests
+
+# tests/cli/test_terminal.py reads what a person sees from a tmux pane (Debian's package;
+# CI runs as root, so apt-get can install it when a fresh machine lacks it).
+tmux:
+	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux; }
 
 # Rebuild the committed fixtures (a test checks they are reproducible).
 fixtures: $(STAMP)

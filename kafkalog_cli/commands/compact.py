@@ -13,7 +13,7 @@ import orjson
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.output.console import progress
+from kafkalog_cli.output.console import progress, settings
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.compaction import CleanerConfig, clean_round, cleanable_range, replay
@@ -97,7 +97,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds, q)
             work = work or bool(entry["rounds"])
             report.append(entry)
-            if fmt == "text":
+            if fmt == "text" and (entry["rounds"] or not settings.quiet):  # -q: no skips
                 out.write(_text(entry, dry_run) + "\n")
     if fmt == "json":
         out.write(orjson.dumps({"now": now, "dryRun": dry_run, "partitions": report},

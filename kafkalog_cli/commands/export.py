@@ -10,31 +10,20 @@ from typing import Any
 import click
 
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.output.console import note, settings
+from kafkalog_cli.output.console import count_progress, note
 
 
 @contextmanager
 def _task_progress(spark: Any) -> Iterator[None]:
     """A progress bar of finished Spark tasks, on a terminal only (the status tracker is a
     driver-side API: with Spark Connect there is none, and no bar)."""
-    import sys
-
-    if settings.quiet or not sys.stderr.isatty():
-        yield
-        return
     try:
         tracker = spark.sparkContext.statusTracker()
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext (its own error types)
         yield
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    console = Console(file=sys.stderr, markup=False, highlight=False, emoji=False)
     stop = threading.Event()
-    with Progress(TextColumn("export"), BarColumn(), MofNCompleteColumn(), console=console,
-                  transient=True) as bar:
-        task = bar.add_task("export", total=None)
+    with count_progress("export") as update:
 
         def poll() -> None:
             while not stop.wait(0.3):
@@ -45,7 +34,7 @@ def _task_progress(spark: Any) -> Iterator[None]:
                         done += info.numCompletedTasks
                         total += info.numTasks
                 if total:
-                    bar.update(task, completed=done, total=total)
+                    update(done, total)
 
         t = threading.Thread(target=poll, daemon=True)
         t.start()

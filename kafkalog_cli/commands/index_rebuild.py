@@ -10,7 +10,7 @@ import click
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, ticking
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
-from kafkalog_cli.output.console import progress, warn
+from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.reindex import reindex_partition
@@ -48,6 +48,8 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
       kafkalog index-rebuild /var/lib/kafka --index-interval-bytes 8192
     """
     out = make_renderer(fmt, _text)
+    # -q: people reading text or a table see what changed, not each index left as it was
+    terse = settings.quiet and fmt in ("text", "table")
     changed = damaged = 0
     targets = partitions_of(paths)
     with ExitStack() as stack:
@@ -65,6 +67,8 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
                         damaged += 1
                         warn(f"{c.damage}; indexes cover the valid prefix only "
                              f"(fix: kafkalog recover {part.path})")
+                    if terse and not c.changed:
+                        continue
                     out.row({"segment": str(c.segment), "file": str(c.file), "kind": c.kind,
                              "entries": c.entries, "bytesBefore": c.before,
                              "bytesAfter": c.after, "changed": c.changed, "dryRun": dry_run})

@@ -50,8 +50,9 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
     if fmt == "json":
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
         return 0
-    from tabulate import tabulate
+    from kafkalog_cli.output.fit import table, width_of
 
+    width = width_of(out) if fmt == "table" else None
     for entry in report:
         head = entry["path"]
         if "lock" in entry:
@@ -63,10 +64,9 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
                  _ts(x["first_timestamp"]), _ts(x["max_timestamp"]),
                  ",".join(x["codecs"]) or "-", ",".join(x["leftovers"]) or "-"]
                 for x in entry["partitions"] if fmt == "table" or x["records_batches"]]
-        lines.append(tabulate(rows, headers=["partition", "segs", "start", "end", "recovery",
-                                             "hw", "bytes", "first ts", "max ts", "codecs",
-                                             "leftovers"],
-                              tablefmt="simple" if fmt == "table" else "plain"))
+        lines.append(table(["partition", "segs", "start", "end", "recovery", "hw", "bytes",
+                            "first ts", "max ts", "codecs", "leftovers"], rows, width,
+                           tablefmt="simple" if fmt == "table" else "plain"))
         if entry.get("unknownFiles"):
             lines.append("unknown: " + ", ".join(entry["unknownFiles"]))
         out.write(("\n".join(lines) + "\n\n").encode())

@@ -12,7 +12,7 @@ import orjson
 from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
-from kafkalog_cli.output.console import progress
+from kafkalog_cli.output.console import progress, settings
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
@@ -171,7 +171,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     if fmt == "json":
         out.write(orjson.dumps({"dryRun": dry_run, "partitions": report},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif not changed and not problems:
+    elif not changed and not problems and not settings.quiet:
         out.write("nothing to do\n")
     if problems or (dry_run and changed):
         return EXIT_UNFIXED

@@ -13,6 +13,7 @@ import orjson
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import lock_dirs
 from kafkalog_cli.errors import CorruptDataError, UsageError
+from kafkalog_cli.output.console import settings
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets
 from kafkalog_cli.storage.logdir import open_target
@@ -124,7 +125,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                 if plan.roll_at is not None:
                     out.write(f"{'would roll' if dry_run else 'rolled'} a new empty segment at "
                               f"{plan.roll_at} in {part.path}\n")
-                for note in plan.notes:
+                for note in [] if settings.quiet else plan.notes:
                     out.write(f"note: {note}\n")
     if fmt == "json":
         out.write(orjson.dumps({"now": now, "partitions": summary},

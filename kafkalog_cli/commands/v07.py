@@ -23,7 +23,7 @@ from kafkalog_cli.errors import (
     CorruptDataError,
     UsageError,
 )
-from kafkalog_cli.output.console import note, warn
+from kafkalog_cli.output.console import note, settings, warn
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.check import CheckOptions, Stats
 from kafkalog_cli.storage.findings import Findings
@@ -238,7 +238,7 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
         for r in report:
             if r["actions"] or r["problems"]:
                 out.write(_recover_text(r["actions"], r["problems"], dry_run) + "\n")
-        if not changed and not problems:
+        if not changed and not problems and not settings.quiet:
             out.write("nothing to do\n")
     if problems or (dry_run and changed):
         return EXIT_UNFIXED
@@ -281,8 +281,9 @@ def info(ts: list[Target07], fmt: str) -> int:
     if fmt == "json":
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
         return 0
-    from tabulate import tabulate
+    from kafkalog_cli.output.fit import table, width_of
 
+    width = width_of(out) if fmt == "table" else None
     for entry in report:
         head = f"{entry['path']}  format: Kafka 0.7 (offsets are byte offsets)"
         if "cleanShutdown" in entry:
@@ -293,9 +294,9 @@ def info(ts: list[Target07], fmt: str) -> int:
                  ",".join(s for s, on in (("damaged", x["damaged"]), ("mixed", x["mixed"]))
                           if on) or "-"]
                 for x in entry["partitions"]]
-        lines = [head, tabulate(rows, headers=["partition", "format", "segs", "start", "end",
-                                               "bytes", "entries", "codecs", "state"],
-                                tablefmt="simple" if fmt == "table" else "plain")]
+        lines = [head, table(["partition", "format", "segs", "start", "end", "bytes",
+                              "entries", "codecs", "state"], rows, width,
+                             tablefmt="simple" if fmt == "table" else "plain")]
         if entry.get("mixedDirs"):
             lines.append("0.8+ partition dirs here too (mixed): " + ", ".join(entry["mixedDirs"]))
         out.write(("\n".join(lines) + "\n\n").encode())

@@ -15,7 +15,7 @@ from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import partition_bytes
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
-from kafkalog_cli.output.console import paint, progress
+from kafkalog_cli.output.console import paint, progress, settings
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.check import (
@@ -155,10 +155,11 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
         for x in shown:
             out.write(_text(x).encode("utf-8", "backslashreplace") + b"\n")
         recs = "" if shallow else f", {stats.records} records"
-        out.write((f"verified {stats.partitions} partitions, {stats.segments} segments, "
-                   f"{stats.batches} batches{recs}, {stats.bytes} bytes: "
-                   f"{summary['errors']} errors, {summary['warnings']} warnings, "
-                   f"{summary['info']} info\n").encode())
+        if not settings.quiet:  # -q: the findings and the exit code say it all
+            out.write((f"verified {stats.partitions} partitions, {stats.segments} segments, "
+                       f"{stats.batches} batches{recs}, {stats.bytes} bytes: "
+                       f"{summary['errors']} errors, {summary['warnings']} warnings, "
+                       f"{summary['info']} info\n").encode())
     else:
         r = make_renderer(fmt, lambda row: None)
         for x in f.items:

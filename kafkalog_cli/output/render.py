@@ -116,9 +116,12 @@ class TableRenderer(Renderer):
     BLOCK = 1000
 
     def __init__(self, out: BinaryIO | None = None, columns: list[str] | None = None) -> None:
+        from kafkalog_cli.output.fit import width_of
+
         super().__init__(out)
         self._rows: list[dict[str, Any]] = []
         self._columns = columns
+        self._width = width_of(self.out)  # a terminal's: wide tables go expanded (fit.py)
 
     def row(self, row: dict[str, Any]) -> None:
         self._rows.append(row)
@@ -128,7 +131,7 @@ class TableRenderer(Renderer):
     def _flush(self) -> None:
         if not self._rows:
             return
-        from tabulate import tabulate
+        from kafkalog_cli.output.fit import table
 
         # one table per run of rows with the same columns (batches, then their records)
         groups: list[list[dict[str, Any]]] = []
@@ -139,9 +142,9 @@ class TableRenderer(Renderer):
                 groups.append([r])
         for g in groups:
             cols = self._columns or list(g[0])
-            table = tabulate([[_cell(r.get(c), c) for c in cols] for r in g], headers=cols,
-                             tablefmt="simple", disable_numparse=True)
-            self.out.write(table.encode() + b"\n\n")
+            text = table(cols, [[_cell(r.get(c), c) for c in cols] for r in g], self._width,
+                         tablefmt="simple", disable_numparse=True)
+            self.out.write(text.encode() + b"\n\n")
         self._rows = []
 
     def close(self) -> None:
