@@ -11,12 +11,11 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs
+from kafkalog_cli.commands.common import lock_dirs, quarantines
 from kafkalog_cli.errors import CorruptDataError, UsageError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets
 from kafkalog_cli.storage.logdir import open_target
-from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.retention import Policy, apply_retention, plan_retention, remove_deleted
 
 
@@ -81,13 +80,12 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
     summary: list[dict[str, Any]] = []
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
-        parts = [x for p in paths for x in open_target(p).partitions()]
-        parts = lock_dirs(parts, stack, dry_run=dry_run)
-        quarantines: dict[Path, Quarantine | None] = {}
+        parts = [x for p in paths for x in open_target(p).partitions(linked=True)]
+        parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.LOG_START,))
+        qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
         for part in parts:
             log_dir = part.path.parent.resolve()
-            q = quarantines.setdefault(log_dir, None if no_quarantine else
-                                       Quarantine(log_dir, quarantine_dir))
+            q = qs.get(log_dir)
             cfg = per_topic.get(part.topic, {})
             policy = Policy(int(cfg.get("retention.ms", retention_ms)),
                             int(cfg.get("retention.bytes", retention_bytes)),
