@@ -100,7 +100,8 @@ def _batches(recs: Iterator[Rec], max_records: int, max_bytes: int) -> Iterator[
 
 
 @click.command("append", epilog="Exit codes: 0 appended, 8 operational error (e.g. the log dir "
-               "lock is held: stop the broker), 16 usage error (bad input: nothing is written).")
+               "lock is held: stop the broker), 16 usage error (bad input: nothing is written)."
+               + options.NO_LINKS)
 @click.argument("logdir", type=click.Path(file_okay=False, path_type=Path),
                 shell_complete=options.complete_log_dir)
 @click.option("--topic", required=True, shell_complete=options.complete_topic)

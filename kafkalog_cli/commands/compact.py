@@ -24,7 +24,8 @@ MAX_ROUNDS = 1000
 
 
 @click.command("compact", epilog="Exit codes: 0 done (or nothing eligible), 4 --dry-run found "
-               "work, 8 operational error (e.g. the log dir lock is held), 16 usage error.")
+               "work, 8 operational error (e.g. the log dir lock is held), 16 usage error."
+               + options.NO_LINKS)
 @options.paths_argument
 @click.option("--topic", "topics", multiple=True, shell_complete=options.complete_topic,
               help="In a log dir, compact these topics (repeatable). The tool cannot know a "

@@ -91,8 +91,9 @@ def _undo_finish(stage: Path, out: Path) -> None:
 
 
 @click.command("migrate", epilog="Exit codes: 0 migrated, 4 the 0.7 data is damaged or mixed "
-               "(nothing is written; run `kafkalog recover` first), 8 operational error, "
-               "16 usage error.")
+               "(nothing is written; run `kafkalog recover` first), 8 operational error "
+               "(e.g. OUT's staging folder is a symlink, or OUT a symlink to nothing: refused "
+               "before anything is written), 16 usage error.")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--start-offset", type=click.IntRange(0), default=0, show_default=True,

@@ -67,7 +67,8 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
 
 
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
-               "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage.")
+               "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage."
+               + options.NO_LINKS)
 @options.paths_argument
 @click.option("--full", is_flag=True,
               help="Validate every segment, not just from the recovery point.")

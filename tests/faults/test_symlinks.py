@@ -273,3 +273,32 @@ def test_every_change_in_a_dir_that_resolves_outside_is_refused(tmp_path, outsid
         with pytest.raises(UnsafePath):
             change()
     assert tree(outside) == before
+
+
+def test_a_symlinked_kafka_07_partition_dir_is_refused(tmp_path, outside):
+    # before: recover cut the torn tail of the 0.7 segment behind the link
+    ld = tmp_path / "ld07"
+    r = run("generate", ld, "--format", "0.7", "--records", "60", "--partitions", "2",
+            "--damage", "torn-tail")
+    assert r.code == 0, r.err
+    (ld / PART).rename(outside / PART)
+    (ld / PART).symlink_to(outside / PART, target_is_directory=True)
+    before_ld, before_out = tree(ld), tree(outside)
+    for target in (ld / PART, ld):
+        r = run("recover", target)
+        assert tree(outside) == before_out and tree(ld) == before_ld
+        lines = r.err.strip().splitlines()
+        assert r.code == EXIT_OPERATIONAL and len(lines) == 1, r.err
+        assert str(ld / PART) in lines[0] and "symlink" in lines[0]
+
+
+def test_a_log_dir_given_through_a_link_is_changed_as_usual(sample, tmp_path):
+    """The operator's own link to the log dir is its path, not a link inside it."""
+    link = tmp_path / "via-link"
+    link.symlink_to(sample, target_is_directory=True)
+    r = run("append", link, "--topic", "demo", "--partition", "1", "--input-format", "lines",
+            stdin=b"x\n")
+    assert r.code == 0, r.err
+    r = run("compact", link / "demo-1", "--force", "--now", NOW)
+    assert r.code == 0, r.err
+    assert run("verify", sample).code == 0
