@@ -31,6 +31,7 @@ from kafkalog_cli.storage.checkpoints import (
     update_offsets,
 )
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.safety import refuse_links
 from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
 
 # ts, key, value, headers
@@ -99,7 +100,8 @@ def _batches(recs: Iterator[Rec], max_records: int, max_bytes: int) -> Iterator[
 
 
 @click.command("append", epilog="Exit codes: 0 appended, 8 operational error (e.g. the log dir "
-               "lock is held: stop the broker), 16 usage error (bad input: nothing is written).")
+               "lock is held: stop the broker), 16 usage error (bad input: nothing is written)."
+               + options.NO_LINKS)
 @click.argument("logdir", type=click.Path(file_okay=False, path_type=Path),
                 shell_complete=options.complete_log_dir)
 @click.option("--topic", required=True, shell_complete=options.complete_topic)
@@ -195,10 +197,12 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         # pass 1: validate everything, so bad input writes nothing
         count = sum(1 for _ in read_records(src, name, input_format, payload, separator, clock))
         src.seek(0)
-        logdir.mkdir(parents=True, exist_ok=True)
-        stack.enter_context(LogDirLock(logdir))
         w = PartitionWriter(logdir / naming.partition_dir_name(topic, partition), topic,
                             partition, cfg, now_ms=now_ms)
+        _refuse_links(w)  # before the lock file, the first change, is made
+        logdir.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(LogDirLock(logdir))
+        _refuse_links(w)
         w.check()
         starts = read_offsets(logdir / naming.LOG_START)
         for ckpt in (naming.RECOVERY_POINT, naming.REPLICATION):
@@ -251,3 +255,14 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
     note(f"appended {count} records to {topic}-{partition}; log end offset {leo}"
          + (f" ({w.rolls} segment rolls)" if w.rolls else ""))
     return 0
+
+
+_WRITES = (naming.LOCK, naming.CLEAN_SHUTDOWN, naming.RECOVERY_POINT, naming.REPLICATION,
+           naming.LOG_START)
+
+
+def _refuse_links(w: PartitionWriter) -> None:
+    """A partition dir that is a symlink or holds one, or a root file append writes (or its
+    .tmp) that is one: refused, nothing is written through a link."""
+    refuse_links(w.root, (*_WRITES, *(n + ".tmp" for n in _WRITES[1:])))
+    refuse_links(w.directory)

@@ -11,7 +11,7 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
+from kafkalog_cli.commands.common import lock_dirs, partition_bytes, quarantines, ticking
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import progress, settings
 from kafkalog_cli.storage import naming
@@ -24,7 +24,8 @@ MAX_ROUNDS = 1000
 
 
 @click.command("compact", epilog="Exit codes: 0 done (or nothing eligible), 4 --dry-run found "
-               "work, 8 operational error (e.g. the log dir lock is held), 16 usage error.")
+               "work, 8 operational error (e.g. the log dir lock is held), 16 usage error."
+               + options.NO_LINKS)
 @options.paths_argument
 @click.option("--topic", "topics", multiple=True, shell_complete=options.complete_topic,
               help="In a log dir, compact these topics (repeatable). The tool cannot know a "
@@ -75,25 +76,26 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
     for p in paths:
         t = open_target(p)
         if t.kind == "partition":
-            parts += t.partitions()
+            parts += t.partitions(linked=True)
         elif t.kind in ("logdir", "archive"):
             if not topics and not all_topics:
                 raise UsageError(f"{p} is a log dir: choose partitions with --topic T or --all "
                                  "(kafkalog cannot know which topics are compacted)")
-            parts += [x for x in t.partitions() if all_topics or x.topic in topics]
+            parts += [x for x in t.partitions(linked=True) if all_topics or x.topic in topics]
         else:
             raise UsageError(f"{p}: compact a partition dir or a log dir")
     report: list[dict[str, Any]] = []
     work = False
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
-        parts = lock_dirs(parts, stack, dry_run=dry_run)
+        parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.CLEANER,))
+        qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
         bar = stack.enter_context(progress(partition_bytes(parts), "compact"))
         for part in ticking(parts, bar):
             if not part.segments:
                 continue
             log_dir = part.path.parent.resolve()
-            q = None if no_quarantine else Quarantine(log_dir, quarantine_dir)
+            q = qs.get(log_dir)
             entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds, q)
             work = work or bool(entry["rounds"])
             report.append(entry)

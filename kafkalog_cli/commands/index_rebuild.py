@@ -26,7 +26,8 @@ def _text(row: dict[str, Any]) -> str:
 @click.command("index-rebuild", epilog="Exit codes: 0 indexes already right, 1 rewritten, "
                "4 --dry-run found indexes to rewrite, or a log has damage (indexes cover its "
                "valid prefix; run `kafkalog recover`), "
-               "8 operational error (e.g. the log dir lock is held), 16 usage error.")
+               "8 operational error (e.g. the log dir lock is held), 16 usage error."
+               + options.NO_LINKS)
 @options.paths_argument
 @click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,
               show_default=True, help="The topic's index.interval.bytes.")

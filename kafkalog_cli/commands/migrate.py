@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 import shutil
 import sys
@@ -19,7 +18,7 @@ from kafkalog_cli.codec.compression import BY_NAME, NAMES
 from kafkalog_cli.commands import options
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
 from kafkalog_cli.output.console import note
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.checkpoints import update_offsets
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
@@ -66,16 +65,16 @@ def _finish(stage: Path, out: Path) -> None:
     what went (_undo_finish) rather than meet a half-filled OUT."""
     if stage.parent == out:
         names = sorted(c.name for c in stage.iterdir())
-        atomic_write(stage / MOVING, "\n".join(names).encode())
+        atomic_write(stage / MOVING, "\n".join(names).encode(), root=stage)
         for name in names:
-            os.rename(stage / name, out / name)
+            safety.rename(stage / name, out / name, out)
             crash_point("migrate.finish.moved")
         fsync_dir(out)
-        (stage / MOVING).unlink()
+        safety.unlink(stage / MOVING, stage)
         stage.rmdir()
         fsync_dir(out)
     else:
-        os.rename(stage, out)
+        safety.rename(stage, out, out.parent)
     fsync_dir(out.parent)
 
 
@@ -87,13 +86,14 @@ def _undo_finish(stage: Path, out: Path) -> None:
         return
     for name in names:
         if name and (out / name).exists() and not (stage / name).exists():
-            os.rename(out / name, stage / name)
+            safety.rename(out / name, stage / name, out)
     fsync_dir(out)
 
 
 @click.command("migrate", epilog="Exit codes: 0 migrated, 4 the 0.7 data is damaged or mixed "
-               "(nothing is written; run `kafkalog recover` first), 8 operational error, "
-               "16 usage error.")
+               "(nothing is written; run `kafkalog recover` first), 8 operational error "
+               "(e.g. OUT's staging folder is a symlink, or OUT a symlink to nothing: refused "
+               "before anything is written), 16 usage error.")
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--start-offset", type=click.IntRange(0), default=0, show_default=True,
@@ -149,7 +149,11 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
         if not LEGAL_TOPIC.match(name) or name in (".", ".."):
             raise UsageError(f"topic name {name!r} is not legal in current Kafka; choose one "
                              "with --topic")
+    if out.is_symlink() and not out.exists():
+        raise safety.UnsafePath(f"{out}: is a symlink to nothing; kafkalog creates nothing "
+                                "through a link (give the directory itself)")
     stage = _staging(out)
+    safety.refuse_link(stage)  # a staging folder elsewhere would be filled and emptied into OUT
     if stage.parent == out and stage.is_dir():
         _undo_finish(stage, out)  # the staging folder is removed below, with the rest
     if out.exists() and (not out.is_dir() or any(c.name != STAGING for c in out.iterdir())):

@@ -15,6 +15,11 @@ from kafkalog_cli.output.render import FORMATS, PAYLOADS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# the epilog sentence of every command that changes a log dir (storage/safety.py)
+NO_LINKS = (" Nothing is written, renamed or created through a symlink: a partition dir it "
+            "would change that is a symlink or holds one, and a .lock or checkpoint (or its "
+            ".tmp) it would write that is one, are refused with exit 8 before anything changes.")
+
 
 def parse_time(value: str) -> int:
     """Epoch milliseconds, or ISO-8601 with a zone (`2024-05-01T12:00:00Z`)."""

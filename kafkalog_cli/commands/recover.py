@@ -10,13 +10,12 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options, v07
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
+from kafkalog_cli.commands.common import lock_dirs, partition_bytes, quarantines, ticking
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.output.console import progress, settings
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
-from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.recovery import Plan, apply_plan, plan_partition
 from kafkalog_cli.storage.replace import apply_loader_actions
@@ -68,7 +67,8 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
 
 
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
-               "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage.")
+               "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage."
+               + options.NO_LINKS)
 @options.paths_argument
 @click.option("--full", is_flag=True,
               help="Validate every segment, not just from the recovery point.")
@@ -108,18 +108,18 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
         targets = [open_target(p) for p in paths]
-        parts = [x for t in targets for x in t.partitions()]
+        parts = [x for t in targets for x in t.partitions(linked=True)]
         if not parts:
             raise UsageError("no partition dirs found under " + ", ".join(paths))
-        parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True)
-        quarantines: dict[Path, Quarantine] = {}
+        parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True,
+                          writes=(naming.RECOVERY_POINT, naming.REPLICATION))
+        qs = quarantines(parts, quarantine_dir, enabled=not no_quarantine)
         rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         bar = stack.enter_context(progress(partition_bytes(parts), "recover"))
         for part in ticking(parts, bar):
             log_dir = part.path.parent.resolve()
-            q = quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
-                                                           enabled=not no_quarantine))
+            q = qs[log_dir]
             rp = _recovery_point(part)
             if rp == 0 and part.log_dir is not None and _corrupt(log_dir / naming.RECOVERY_POINT):
                 rows_corrupt = True
@@ -164,7 +164,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             for log_dir, updates in rp_updates.items():
                 cp = log_dir / naming.RECOVERY_POINT
                 if _corrupt(cp):
-                    quarantines[log_dir].remove(cp, "checkpoint that does not parse; rewritten")
+                    qs[log_dir].remove(cp, "checkpoint that does not parse; rewritten")
                 update_offsets(cp, updates, replace_corrupt=True)
             for log_dir, updates in hw_updates.items():
                 update_offsets(log_dir / naming.REPLICATION, updates)

@@ -11,13 +11,12 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs
+from kafkalog_cli.commands.common import lock_dirs, quarantines
 from kafkalog_cli.errors import CorruptDataError, UsageError
 from kafkalog_cli.output.console import settings
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets
 from kafkalog_cli.storage.logdir import open_target
-from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.retention import Policy, apply_retention, plan_retention, remove_deleted
 
 
@@ -35,7 +34,8 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
 
 @click.command("retain", epilog="Exit codes: 0 done (whether or not anything was deleted), "
                "8 operational error (e.g. the log dir lock is held), 16 usage error. Silent "
-               "unless something happened; --format json always prints a summary.")
+               "unless something happened; --format json always prints a summary."
+               + options.NO_LINKS)
 @options.paths_argument
 @click.option("--retention-ms", type=int, default=-1, show_default=True,
               help="retention.ms (-1: no time retention).")
@@ -82,13 +82,12 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
     summary: list[dict[str, Any]] = []
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
-        parts = [x for p in paths for x in open_target(p).partitions()]
-        parts = lock_dirs(parts, stack, dry_run=dry_run)
-        quarantines: dict[Path, Quarantine | None] = {}
+        parts = [x for p in paths for x in open_target(p).partitions(linked=True)]
+        parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.LOG_START,))
+        qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
         for part in parts:
             log_dir = part.path.parent.resolve()
-            q = quarantines.setdefault(log_dir, None if no_quarantine else
-                                       Quarantine(log_dir, quarantine_dir))
+            q = qs.get(log_dir)
             cfg = per_topic.get(part.topic, {})
             policy = Policy(int(cfg.get("retention.ms", retention_ms)),
                             int(cfg.get("retention.bytes", retention_bytes)),

@@ -28,7 +28,9 @@ from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.check import CheckOptions, Stats
 from kafkalog_cli.storage.findings import Findings
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.naming import LOCK
 from kafkalog_cli.storage.quarantine import Quarantine
+from kafkalog_cli.storage.safety import refuse_link, refuse_links
 from kafkalog_cli.storage.v07 import (
     CLEAN_SHUTDOWN,
     Partition07,
@@ -205,8 +207,17 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
     changed = problems = 0
     with ExitStack() as stack:
         parts = [p for t in ts for p in t.partitions]
+        roots = dict.fromkeys(p.path.parent.resolve() for p in parts)
+        for linked in (p for t in ts for p in t.linked):
+            refuse_link(linked)  # before any change, as for current log dirs
+        for root in roots:
+            refuse_link(root / LOCK)
+        for part in parts:
+            refuse_links(part.path)
+        qs = {root: Quarantine(root, quarantine_dir, enabled=not no_quarantine)
+              for root in roots}
         if not dry_run:
-            for root in dict.fromkeys(p.path.parent.resolve() for p in parts):
+            for root in roots:
                 stack.enter_context(LogDirLock(root))
         for t in ts:
             for path, msg in target_problems(t):
@@ -216,14 +227,10 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
                                    "logEndOffset": None, "actions": [],
                                    "problems": [{"file": str(path), "position": None,
                                                  "message": msg}]})
-        quarantines: dict[Path, Quarantine] = {}
         for part in parts:
             plan = plan_partition(part, full=full, force=force)
             if not dry_run and not plan.empty:
-                log_dir = part.path.parent.resolve()
-                q = quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
-                                                               enabled=not no_quarantine))
-                apply_plan(plan, q)
+                apply_plan(plan, qs[part.path.parent.resolve()])
             rows = [a.as_dict() for a in plan.actions]
             probs = [p.as_dict() for p in plan.problems]
             changed += bool(rows)

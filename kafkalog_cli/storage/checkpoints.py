@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kafkalog_cli.codec.checkpoint import format_offsets, parse_offsets
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
 
 
@@ -39,7 +39,7 @@ def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,
             entries.pop(key, None)
         else:
             entries[key] = value
-    atomic_write(path, format_offsets(entries).encode(), fsync=fsync)
+    atomic_write(path, format_offsets(entries).encode(), root=path.parent, fsync=fsync)
 
 
 def suspend_clean_shutdown(log_dir: Path, *, fsync: bool = True) -> bytes | None:
@@ -52,11 +52,11 @@ def suspend_clean_shutdown(log_dir: Path, *, fsync: bool = True) -> bytes | None
         data = read_regular(path)
     except FileNotFoundError:
         return None
-    path.unlink()
+    safety.unlink(path, log_dir)
     if fsync:
         fsync_dir(log_dir)
     return data
 
 
 def restore_clean_shutdown(log_dir: Path, data: bytes, *, fsync: bool = True) -> None:
-    atomic_write(log_dir / naming.CLEAN_SHUTDOWN, data, fsync=fsync)
+    atomic_write(log_dir / naming.CLEAN_SHUTDOWN, data, root=log_dir, fsync=fsync)

@@ -32,7 +32,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.message_v01 import LegacyBatch, encode_message_set
 from kafkalog_cli.codec.model import Header
 from kafkalog_cli.errors import CorruptDataError, KafkalogError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
@@ -365,7 +365,7 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
         out_path = part.path / naming.segment_file_name(base, naming.LOG, naming.CLEANED)
         if not dry_run:
             _remove_cleaned(part.path, base)
-        out = None if dry_run else open(out_path, "wb")  # noqa: SIM115 - closed below, also on failure
+        out = None if dry_run else safety.open_file(out_path, part.path.parent, "temp")
         try:
             for seg in group:
                 seg_mtime = int(os.stat(seg.log_path).st_mtime * 1000)
@@ -407,8 +407,8 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
 
 def _remove_cleaned(directory: Path, base: int) -> None:
     for kind in SEGMENT_FILE_KINDS:
-        (directory / naming.segment_file_name(base, kind, naming.CLEANED)).unlink(
-            missing_ok=True)
+        safety.remove_stale(directory / naming.segment_file_name(base, kind, naming.CLEANED),
+                            directory.parent)
 
 
 def _finish_cleaned(part: PartitionDir, group: list[Segment], base: int,
@@ -424,16 +424,18 @@ def _finish_cleaned(part: PartitionDir, group: list[Segment], base: int,
     if retained:
         files[naming.TXNINDEX] = ie.encode_txn_entries(sorted(retained,
                                                               key=lambda t: t.last_offset))
+    root = part.path.parent
     for kind, data in files.items():
-        with open(part.path / naming.segment_file_name(base, kind, naming.CLEANED), "wb") as f:
+        with safety.open_file(part.path / naming.segment_file_name(base, kind, naming.CLEANED),
+                              root, "temp") as f:
             f.write(data)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
     mtime = os.stat(group[-1].log_path).st_mtime
     for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX):
-        os.utime(part.path / naming.segment_file_name(base, kind, naming.CLEANED),
-                 (mtime, mtime))
+        safety.set_mtime(part.path / naming.segment_file_name(base, kind, naming.CLEANED), root,
+                         mtime)
     if fsync:
         fsync_dir(part.path)
 

@@ -1,5 +1,5 @@
 """Durable file operations: atomic replace (Utils.atomicMoveWithFallback) and directory fsync;
-reading a small file that must be a regular one."""
+reading a small file that must be a regular one. Writes go through safety.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from kafkalog_cli.errors import LogDirIOError
+from kafkalog_cli.storage import safety
 
 
 def fsync_dir(path: Path) -> None:
@@ -19,16 +20,18 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Write `<path>.tmp`, fsync it, rename it over `path`, fsync the directory."""
+def atomic_write(path: Path, data: bytes, *, root: Path, fsync: bool = True) -> None:
+    """Write `<path>.tmp`, fsync it, rename it over `path`, fsync the directory. `root` is the
+    log dir `path` must stay in; a stale `.tmp` (or a link of that name) is removed first."""
     tmp = path.with_name(path.name + ".tmp")
+    safety.ensure_mutable(path, root)
     try:
-        with open(tmp, "wb") as f:
+        with safety.open_file(tmp, root, "temp") as f:
             f.write(data)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
-        os.replace(tmp, path)
+        safety.rename(tmp, path, root)
         if fsync:
             fsync_dir(path.parent)
     except OSError as e:

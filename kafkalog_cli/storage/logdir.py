@@ -2,7 +2,9 @@
 
 A target is a single file, a partition dir, a log dir (root files + partition dirs), or
 a folder holding several log dirs (an archive). Files we do not recognise are kept in
-`unknown`, to be reported, never silently ignored.
+`unknown`, to be reported, never silently ignored. A symlink named like a partition dir is
+not followed; it is kept in `linked` too, so that commands that change partitions can refuse
+it rather than pass over it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class LogDir:
     root_files: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     bad_dirs: list[str] = field(default_factory=list)  # subdirs Kafka cannot parse
+    linked: list[PartitionDir] = field(default_factory=list)  # symlinks named <topic>-<n>
     _checkpoints: dict[str, dict[tuple[str, int], int] | CorruptDataError] = field(
         default_factory=dict)
 
@@ -181,6 +184,9 @@ def scan_log_dir(path: Path) -> LogDir:
             ld.partitions.append(scan_partition(Path(entry.path), ld))
         elif not entry.is_file() and _special(entry):  # never read: it could block
             ld.unknown.append(entry.name)
+        elif entry.is_symlink() and (name := naming.parse_partition_dir(entry.name)):
+            ld.linked.append(PartitionDir(Path(entry.path), name, log_dir=ld))
+            ld.unknown.append(entry.name)
         elif entry.name in naming.ROOT_FILES or entry.name.endswith(".tmp") or \
                 entry.name == "bootstrap.checkpoint":
             ld.root_files.append(entry.name)
@@ -198,10 +204,13 @@ class Target:
     log_dirs: list[LogDir] = field(default_factory=list)
     partition: PartitionDir | None = None
 
-    def partitions(self) -> list[PartitionDir]:
+    def partitions(self, *, linked: bool = False) -> list[PartitionDir]:
+        """With `linked`, also the symlinks named like partition dirs in its log dirs (for
+        the commands that change partitions: they refuse those)."""
         if self.partition is not None:
             return [self.partition]
-        return [p for ld in self.log_dirs for p in ld.partitions]
+        return [p for ld in self.log_dirs
+                for p in ld.partitions + (ld.linked if linked else [])]
 
 
 def open_target(path: str | Path) -> Target:

@@ -25,7 +25,7 @@ from typing import Any
 
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
@@ -33,7 +33,6 @@ from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, Rebuilt, rebuild_segment
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
-from kafkalog_cli.storage.safety import ensure_mutable
 from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
 
 
@@ -239,26 +238,25 @@ def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> Non
     """Carry the plan out; every step is a crash point, and each leaves a state that the
     next run of plan+apply completes."""
     apply_loader_actions(plan.loader, quarantine, fsync=fsync)
+    root = plan.part.path.parent
     truncated: set[Path] = set()
     for a in plan.actions:
         if a.kind == "truncate":
             assert a.start is not None and a.end is not None
+            safety.ensure_mutable(a.path, root)  # before its bytes are saved
             quarantine.save_range(a.path, a.start, a.end, a.reason,
                                   offsets=list(a.offsets) if a.offsets else None,
                                   records=a.records)
-            ensure_mutable(a.path, plan.part.path.parent)
             crash_point("recover.truncate.before")
-            with open(a.path, "r+b") as f:
+            with safety.open_file(a.path, root, "existing") as f:
                 f.truncate(a.start)
                 if fsync:
                     os.fsync(f.fileno())
             crash_point("recover.truncate.after")
             truncated.add(a.path)
         elif a.kind == "rebuild-index":
-            if a.path.exists():
-                ensure_mutable(a.path, plan.part.path.parent)
             crash_point("recover.index.before")
-            atomic_write(a.path, a.data or b"", fsync=fsync)
+            atomic_write(a.path, a.data or b"", root=root, fsync=fsync)
             crash_point("recover.index.after")
     # later segments go newest first, `.log` before its indexes, so a crash leaves at most
     # orphan indexes (which the next run removes), never a log missing its predecessors

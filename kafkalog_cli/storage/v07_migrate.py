@@ -30,7 +30,7 @@ from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import CorruptBatch, CorruptDataError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.v07 import Partition07
 from kafkalog_cli.storage.v07_scan import iter_entries
 from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
@@ -115,7 +115,8 @@ def migrate_partition(part: Partition07, dest: Path, opts: MigrateOptions,
     dest.mkdir(parents=True, exist_ok=True)
     if opts.start_offset:
         # an empty first segment at the chosen start: the writer continues from its base
-        (dest / naming.segment_file_name(opts.start_offset, naming.LOG)).touch()
+        safety.open_file(dest / naming.segment_file_name(opts.start_offset, naming.LOG),
+                         dest.parent, "replace").close()
     w = PartitionWriter(dest, part.topic, part.partition, opts.config,
                         topic_id=opts.topic_id).open()
     try:

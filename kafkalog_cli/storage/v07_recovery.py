@@ -31,7 +31,7 @@ from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.recovery import Action, Problem
-from kafkalog_cli.storage.safety import ensure_mutable
+from kafkalog_cli.storage.safety import ensure_mutable, open_file
 from kafkalog_cli.storage.v07 import Partition07, Segment07
 from kafkalog_cli.storage.v07_scan import iter_entries
 
@@ -125,11 +125,11 @@ def apply_plan(plan: Plan07, quarantine: Quarantine, *, fsync: bool = True) -> N
         if a.kind != "truncate":
             continue
         assert a.start is not None and a.end is not None
+        ensure_mutable(a.path, root)  # before its bytes are saved
         quarantine.save_range(a.path, a.start, a.end, a.reason,
                               offsets=list(a.offsets) if a.offsets else None, format="0.7")
-        ensure_mutable(a.path, root)
         crash_point("recover.v07.truncate.before")
-        with open(a.path, "r+b") as f:
+        with open_file(a.path, root, "existing") as f:
             f.truncate(a.start)
             if fsync:
                 os.fsync(f.fileno())
