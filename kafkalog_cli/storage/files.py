@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from kafkalog_cli.errors import LogDirIOError
 
@@ -19,12 +21,16 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Write `<path>.tmp`, fsync it, rename it over `path`, fsync the directory."""
+def atomic_write(path: Path, data: bytes | BinaryIO, *, fsync: bool = True) -> None:
+    """Write `<path>.tmp` (from bytes, or streamed from a file), fsync it, rename it over
+    `path`, fsync the directory."""
     tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                shutil.copyfileobj(data, f)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
