@@ -186,6 +186,19 @@ def test_offsets_past_int64_are_refused_before_the_first_write(tmp_path):
     assert f"t 0 {INT64}" in (ld / naming.RECOVERY_POINT).read_text()
 
 
+def test_timestamps_at_both_ends_of_int64_are_stored_as_given(tmp_path):
+    # -1 then INT64 max: a delta the record's varlong cannot hold, so they go in two batches
+    stdin = b"".join(json.dumps({"value": str(t), "timestamp": t}).encode() + b"\n"
+                     for t in (-1, INT64, 0, -1))
+    r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "0", stdin=stdin)
+    assert r.code == 0, r.err
+    out = run("dump", tmp_path / "ld" / "t-0", "--records", "--format", "jsonl")
+    rows = [json.loads(x) for x in out.out.splitlines()]
+    assert [x["timestamp"] for x in rows if x["kind"] == "record"] == [-1, INT64, 0, -1]
+    assert [x["count"] for x in rows if x["kind"] == "batch"] == [1, 3]
+    assert run("verify", tmp_path / "ld").code == 0
+
+
 def test_lines_that_are_not_utf8_are_stored_as_they_are(tmp_path):
     r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "0", "--input-format",
             "lines", "--separator", ":", stdin=b"a\xff\xfeb\nk\xc3:\xffv\n")
