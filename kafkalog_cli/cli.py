@@ -115,11 +115,14 @@ def main(argv: list[str] | None = None) -> None:
         code = result if isinstance(result, int) else 0
     except click.exceptions.Exit as e:
         code = e.exit_code
+    except click.BadParameter as e:
+        if isinstance(e, click.MissingParameter):
+            _usage_error(e)
+        else:  # a value given was wrong: one line naming the option and what it takes
+            _error(f"{_param_name(e)}: {e.message}" if _param_name(e) else e.message)
+        code = EXIT_USAGE
     except click.UsageError as e:
-        msg = e.format_message()
-        if e.ctx is not None:
-            sys.stderr.write(e.ctx.get_usage() + "\n")
-        _error(msg)
+        _usage_error(e)
         code = EXIT_USAGE
     except click.Abort:
         _error("interrupted")
@@ -151,6 +154,22 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         _silence_stdout()
     sys.exit(code)
+
+
+def _usage_error(e: click.UsageError) -> None:
+    if e.ctx is not None:
+        sys.stderr.write(e.ctx.get_usage() + "\n")
+    _error(e.format_message())
+
+
+def _param_name(e: click.BadParameter) -> str:
+    if e.param_hint is not None:
+        return e.param_hint if isinstance(e.param_hint, str) else " / ".join(e.param_hint)
+    if e.param is None:
+        return ""
+    if isinstance(e.param, click.Option):
+        return max(e.param.opts, key=len)
+    return e.param.human_readable_name
 
 
 _GLOBAL_FLAGS = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--utc", "--debug")

@@ -24,10 +24,12 @@ MAX_ROUNDS = 1000
 
 
 @click.command("compact", epilog="Exit codes: 0 done (or nothing eligible), 4 --dry-run found "
-               "work, 8 operational error (e.g. the log dir lock is held), 16 usage error."
+               "work or a partition was skipped (its topic name breaks Kafka's rule), 8 "
+               "operational error (e.g. the log dir lock is held), 16 usage error."
                + options.NO_LINKS)
 @options.paths_argument
-@click.option("--topic", "topics", multiple=True, shell_complete=options.complete_topic,
+@click.option("--topic", "topics", multiple=True, type=options.TopicName(),
+              shell_complete=options.complete_topic,
               help="In a log dir, compact these topics (repeatable). The tool cannot know a "
                    "topic's cleanup.policy, so a log dir needs --topic or --all.")
 @click.option("--all", "all_topics", is_flag=True, help="Compact every partition under PATH.")
@@ -85,7 +87,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
         else:
             raise UsageError(f"{p}: compact a partition dir or a log dir")
     report: list[dict[str, Any]] = []
-    work = False
+    work = skipped = False
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
         parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.CLEANER,))
@@ -96,7 +98,13 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
                 continue
             log_dir = part.path.parent.resolve()
             q = qs.get(log_dir)
-            entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds, q)
+            if part.topic_error is not None:  # its cleaner checkpoint entry cannot be written
+                skipped = True
+                entry = {"partition": str(part.path), "rounds": [],
+                         "skipped": f"{part.topic_error} (rename the dir)"}
+            else:
+                entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds,
+                                           q)
             work = work or bool(entry["rounds"])
             report.append(entry)
             if fmt == "text" and (entry["rounds"] or not settings.quiet):  # -q: no skips
@@ -104,7 +112,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
     if fmt == "json":
         out.write(orjson.dumps({"now": now, "dryRun": dry_run, "partitions": report},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
-    return 4 if dry_run and work else 0
+    return 4 if (dry_run and work) or skipped else 0
 
 
 def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, now: int,
@@ -146,6 +154,8 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
 
 
 def _text(e: dict[str, Any], dry: bool) -> str:
+    if "dirtyRatio" not in e:
+        return f"{e['partition']}: skipped: {e['skipped']}"
     head = f"{e['partition']}: dirty ratio {e.get('dirtyRatio')}"
     if "skipped" in e and not e["rounds"]:
         return f"{head}; skipped: {e['skipped']}"

@@ -34,7 +34,8 @@ def _text(row: dict[str, Any]) -> str:
 @options.paths_argument
 @click.option("--timestamp", "-t", "when", required=True, metavar="T",
               help="Epoch ms, ISO-8601 with a zone, or earliest / latest / max-timestamp.")
-@click.option("--topic", "topics", multiple=True, help="Only these topics (repeatable).")
+@click.option("--topic", "topics", multiple=True, type=options.TopicName(),
+              help="Only these topics (repeatable).")
 @options.format_option(default="auto")
 def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str) -> int:
     """Find the earliest offset whose timestamp is at or after T, as a broker answers

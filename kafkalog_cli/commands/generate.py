@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.codec.compression import NAMES
-from kafkalog_cli.commands import v07
+from kafkalog_cli.commands import options, v07
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage.damage import KINDS, apply_damage
@@ -34,7 +34,8 @@ PRESETS: dict[str, list[tuple[str, GenSpec]]] = {
 @click.command("generate")
 @click.argument("out", type=click.Path(path_type=Path))
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), help="A named recipe (fixtures).")
-@click.option("--topic", "topics", multiple=True, default=["demo"], show_default=True)
+@click.option("--topic", "topics", multiple=True, type=options.TopicName(), default=["demo"],
+              show_default=True)
 @click.option("--partitions", type=click.IntRange(1), default=1, show_default=True)
 @click.option("--records", type=click.IntRange(0), default=1000, show_default=True,
               help="Records per partition.")

@@ -3,14 +3,15 @@ byte-offset -> new-offset mapping that translates consumers' saved 0.7 offsets."
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
-import re
 import shutil
 import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
+from typing import BinaryIO
 
 import click
 
@@ -32,7 +33,6 @@ from kafkalog_cli.storage.v07_migrate import (
 )
 from kafkalog_cli.storage.writer import LogConfig
 
-LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # org.apache.kafka.common.internals.Topic
 CSV_HEADER = ("topic", "partition", "byte_offset", "new_offset")
 
 
@@ -98,8 +98,8 @@ def _undo_finish(stage: Path, out: Path) -> None:
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--start-offset", type=click.IntRange(0), default=0, show_default=True,
               help="Offset of the first migrated message.")
-@click.option("--topic", help="Topic name in OUT (default: the 0.7 one; SOURCE must hold one "
-                              "topic).")
+@click.option("--topic", type=options.TopicName(),
+              help="Topic name in OUT (default: the 0.7 one; SOURCE must hold one topic).")
 @click.option("--codec", type=click.Choice(["keep", *NAMES]), default="keep", show_default=True,
               help="keep: plain entries stay uncompressed, each compressed wrapper becomes one "
                    "batch with its codec.")
@@ -145,10 +145,12 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
     topics = {p.topic for p in t.partitions}
     if topic is not None and len(topics) > 1:
         raise UsageError(f"--topic renames one topic; {source} holds {len(topics)}")
-    for name in [topic] if topic is not None else sorted(topics):
-        if not LEGAL_TOPIC.match(name) or name in (".", ".."):
-            raise UsageError(f"topic name {name!r} is not legal in current Kafka; choose one "
-                             "with --topic")
+    for name in sorted(topics) if topic is None else []:  # --topic was checked as given
+        why = naming.topic_name_error(name)
+        if why is not None:
+            raise UsageError(f"{why} (current Kafka); choose a topic name with --topic")
+    if mapping_path is not None:
+        _check_mapping_path(mapping_path, out)
     if out.is_symlink() and not out.exists():
         raise safety.UnsafePath(f"{out}: is a symlink to nothing; kafkalog creates nothing "
                                 "through a link (give the directory itself)")
@@ -168,8 +170,9 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
                                            fsync=fsync),
                           max_decompressed=max_decompressed_bytes)
     with ExitStack() as stack:
-        spool = stack.enter_context(tempfile.TemporaryFile("w+", newline=""))
-        rows = csv.writer(spool)
+        spool = stack.enter_context(tempfile.TemporaryFile())
+        text = stack.enter_context(io.TextIOWrapper(spool, "utf-8", newline=""))
+        rows = csv.writer(text)
         rows.writerow(CSV_HEADER)
         if stage.exists():
             note(f"removing {stage}, left by an interrupted migrate")
@@ -185,7 +188,7 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
                     rows.writerow((name, p, byte_offset, new_offset))
 
                 dest = stage / naming.partition_dir_name(name, part.partition)
-                res = migrate_partition(part, dest, opts, emit)
+                res = migrate_partition(part, dest, opts, emit, topic=name)
                 leos[(name, part.partition)] = res.log_end_offset
                 note(f"{part.path} -> {name}-{part.partition}: {res.messages} messages from "
                      f"{res.entries} entries; 0.7 log end {res.source_end} -> log end offset "
@@ -193,22 +196,40 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
             update_offsets(stage / naming.RECOVERY_POINT, leos, fsync=fsync)
             update_offsets(stage / naming.REPLICATION, leos, fsync=fsync)
             update_offsets(stage / naming.LOG_START, {k: None for k in leos}, fsync=fsync)
+            # the mapping first: once OUT is there, so is the only record of the byte
+            # offsets 0.7 consumers saved; a run that dies before OUT is done is run again
+            text.flush()
+            spool.seek(0)
+            _write_mapping(spool, mapping_path)
+            crash_point("migrate.mapping.written")
             _finish(stage, out)
         except (KafkalogError, OSError):
+            if stage.parent == out:
+                with contextlib.suppress(OSError, KafkalogError):
+                    _undo_finish(stage, out)
             shutil.rmtree(stage, ignore_errors=True)
             raise
-        spool.seek(0)
-        _write_mapping(spool, mapping_path)
     note(f"wrote {out}")
     return 0
 
 
-def _write_mapping(spool: io.TextIOBase, path: Path | None) -> None:
+def _check_mapping_path(path: Path, out: Path) -> None:
+    """Refuse, before anything is written, a --mapping that cannot be written or that would
+    sit inside OUT (which must hold the log dir only, or a rerun would find it not empty)."""
+    parent = path.parent.resolve()
+    if not parent.is_dir():
+        raise UsageError(f"--mapping: {path.parent}: no such directory")
+    if parent == out.resolve() or out.resolve() in parent.parents:
+        raise UsageError(f"--mapping: {path} is inside OUT; write it elsewhere")
+
+
+def _write_mapping(spool: BinaryIO, path: Path | None) -> None:
     if path is None:
-        shutil.copyfileobj(spool, sys.stdout)
+        try:
+            shutil.copyfileobj(spool, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+        except OSError as e:  # a closed pipe too: OUT is not made when the mapping is lost
+            raise LogDirIOError(f"standard output: cannot write the mapping: {e.strerror}"
+                                ) from None
         return
-    try:
-        with open(path, "w", newline="") as f:
-            shutil.copyfileobj(spool, f)
-    except OSError as e:
-        raise LogDirIOError(f"{path}: cannot write the mapping: {e.strerror}") from None
+    atomic_write(path, spool)

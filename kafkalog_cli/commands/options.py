@@ -1,17 +1,29 @@
-"""Options and value parsers shared by several commands."""
+"""Options and value parsers shared by several commands.
+
+Values that end up in Kafka's files take their type from what they are in Kafka, here and
+nowhere else: Int16/Int32/Int64 for protocol fields (with the narrower range Kafka allows,
+e.g. a producer epoch >= 0) and config values (the range of their ConfigDef validator),
+TopicName for Kafka's topic-name rule (storage.naming.topic_name_error), compression levels
+per codec (codec.compression.level_error). Every refusal is one line naming the option and
+the allowed range, before anything is written.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
 
+from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
+from kafkalog_cli.codec.layout import INT_RANGES
+from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.render import FORMATS, PAYLOADS
+from kafkalog_cli.storage.naming import topic_name_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,6 +57,83 @@ class TimeType(click.ParamType):
             return parse_time(str(value))
         except click.BadParameter as e:
             self.fail(e.message, param, ctx)
+
+
+class KafkaInt(click.IntRange):
+    """An integer Kafka stores in `bits` bits, within [min, max] (default: the whole width)."""
+
+    name = "integer"
+    bits: ClassVar[int]
+
+    def __init__(self, min: int | None = None, max: int | None = None) -> None:
+        lo, hi = INT_RANGES[self.bits]
+        self.low = lo if min is None else min
+        self.high = hi if max is None else max
+        assert lo <= self.low <= self.high <= hi
+        super().__init__(self.low, self.high)
+
+    @property
+    def kafka_type(self) -> str:
+        return f"INT{self.bits}"
+
+    def error(self, value: object) -> str | None:
+        """Why `value` (already parsed, e.g. from JSON) is not one of these, or None."""
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{value!r} is not an integer ({self.kafka_type})"
+        if not self.low <= value <= self.high:
+            return f"{value} is out of range [{self.low}, {self.high}] ({self.kafka_type})"
+        return None
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, str):
+            try:
+                value = int(value.strip(), 10)
+            except ValueError:
+                self.fail(f"{value!r} is not an integer ({self.kafka_type})", param, ctx)
+        why = self.error(value)
+        if why is not None:
+            self.fail(why, param, ctx)
+        return int(value)
+
+    def _describe_range(self) -> str:
+        return f"{self.low}<=x<={self.high}, {self.kafka_type}"
+
+
+class Int16(KafkaInt):
+    bits = 16
+
+
+class Int32(KafkaInt):
+    bits = 32
+
+
+class Int64(KafkaInt):
+    bits = 64
+
+
+class TopicName(click.ParamType):
+    """A topic name Kafka accepts (Topic.validate)."""
+
+    name = "TOPIC"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        why = topic_name_error(str(value))
+        if why is not None:
+            self.fail(why, param, ctx)
+        return str(value)
+
+
+LEVEL_HELP = ("Compression level, as Kafka's compression.<codec>.level takes it: " + ", ".join(
+    f"{compression.name(c)} {lo}..{hi}" for c, (lo, hi) in compression.LEVELS.items())
+    + f" (gzip also {compression.GZIP_DEFAULT_LEVEL}).")
+
+
+def check_level(codec: str, level: int | None) -> None:
+    """--level against the range Kafka allows for --codec."""
+    if level is not None:
+        why = compression.level_error(compression.BY_NAME[codec], level)
+        if why is not None:
+            raise UsageError(f"--level: {why}")
 
 
 def format_option(default: str = "text", choices: tuple[str, ...] = FORMATS) -> Callable[[F], F]:

@@ -136,6 +136,10 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 rows = _describe(plan) [:len(plan.loader)] + _describe(plan2)
                 plan = plan2
             probs = [p.as_dict() for p in plan.problems]
+            if part.topic_error is not None:
+                probs.append({"file": str(part.path), "position": None,
+                              "message": f"{part.topic_error}: its recovery point is not "
+                                         "written (rename the dir)"})
             changed += bool(rows)
             problems += len(probs)
             if part.log_dir is not None and plan.log_end_offset is not None and not probs:

@@ -17,6 +17,7 @@ from kafkalog_cli.output.console import settings
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets
 from kafkalog_cli.storage.logdir import open_target
+from kafkalog_cli.storage.naming import topic_name_error
 from kafkalog_cli.storage.retention import Policy, apply_retention, plan_retention, remove_deleted
 
 
@@ -29,12 +30,17 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
         raise UsageError(f"{path}: cannot read the topic settings: {e}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise UsageError(f"{path}: expected {{\"topic\": {{\"retention.ms\": N, ...}}, ...}}")
+    for topic in data:
+        why = topic_name_error(topic)
+        if why is not None:
+            raise UsageError(f"{path}: {why}")
     return data
 
 
 @click.command("retain", epilog="Exit codes: 0 done (whether or not anything was deleted), "
-               "8 operational error (e.g. the log dir lock is held), 16 usage error. Silent "
-               "unless something happened; --format json always prints a summary."
+               "4 a partition was skipped (its topic name breaks Kafka's rule), 8 operational "
+               "error (e.g. the log dir lock is held), 16 usage error. Silent unless something "
+               "happened; --format json always prints a summary."
                + options.NO_LINKS)
 @options.paths_argument
 @click.option("--retention-ms", type=int, default=-1, show_default=True,
@@ -85,8 +91,16 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
         parts = [x for p in paths for x in open_target(p).partitions(linked=True)]
         parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.LOG_START,))
         qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
+        skipped = False
         for part in parts:
             log_dir = part.path.parent.resolve()
+            if part.topic_error is not None:  # its log start entry cannot be written
+                skipped = True
+                why = f"{part.topic_error} (rename the dir)"
+                summary.append({"partition": str(part.path), "skipped": why, "dryRun": dry_run})
+                if fmt == "text":
+                    out.write(f"skipped {part.path}: {why}\n")
+                continue
             q = qs.get(log_dir)
             cfg = per_topic.get(part.topic, {})
             policy = Policy(int(cfg.get("retention.ms", retention_ms)),
@@ -129,4 +143,4 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
     if fmt == "json":
         out.write(orjson.dumps({"now": now, "partitions": summary},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
-    return 0
+    return 4 if skipped else 0

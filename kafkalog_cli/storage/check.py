@@ -328,6 +328,12 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
     stats.partitions += 1
     pdir = part.path
     fix_log = f"kafkalog recover {pdir}"
+    why = naming.topic_name_error(part.name.topic) if part.name is not None else None
+    if why is not None:
+        f.add(ERROR, "TOPIC_NAME_ILLEGAL", pdir, None,
+              f"{why}: a broker loads the dir, but the checkpoint lines it then writes for it "
+              "do not parse back (Topic.validate); kafkalog writes it into no checkpoint",
+              fix="rename the dir to <legal topic>-<partition>")
     last: int | None = None
     leo: int | None = None
     summaries: list[SegmentSummary] = []

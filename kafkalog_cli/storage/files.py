@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from kafkalog_cli.errors import LogDirIOError
 from kafkalog_cli.storage import safety
@@ -20,14 +22,19 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, root: Path, fsync: bool = True) -> None:
-    """Write `<path>.tmp`, fsync it, rename it over `path`, fsync the directory. `root` is the
-    log dir `path` must stay in; a stale `.tmp` (or a link of that name) is removed first."""
+def atomic_write(path: Path, data: bytes | BinaryIO, *, root: Path,
+                 fsync: bool = True) -> None:
+    """Write `<path>.tmp` (from bytes, or streamed from a file), fsync it, rename it over
+    `path`, fsync the directory. `root` is the log dir `path` must stay in; a stale `.tmp` (or
+    a link of that name) is removed first."""
     tmp = path.with_name(path.name + ".tmp")
     safety.ensure_mutable(path, root)
     try:
         with safety.open_file(tmp, root, "temp") as f:
-            f.write(data)
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                shutil.copyfileobj(data, f)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())

@@ -47,6 +47,12 @@ class PartitionDir:
     def key(self) -> tuple[str, int]:
         return self.topic, self.partition
 
+    @property
+    def topic_error(self) -> str | None:
+        """Why Kafka refuses this dir's topic name, or None. Such a partition's entry is
+        written into no checkpoint: its line would not parse back."""
+        return naming.topic_name_error(self.topic)
+
     def has(self, name: str) -> bool:
         return any(f.name == name for f in self.special)
 

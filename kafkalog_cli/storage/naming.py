@@ -4,6 +4,11 @@ Segment files: `<base offset, 20 digits>.<log|index|timeindex|txnindex|snapshot>
 optional `.cleaned`, `.swap` or `.deleted` suffix. KRaft snapshots:
 `<end offset 20>-<epoch 10>.checkpoint`. Partition dirs: `<topic>-<partition>`, or with
 `.<uuid32>-delete|-future|-stray` appended. Nobody else assembles or parses these names.
+
+Topic names follow Kafka's rule (org.apache.kafka.common.internals.Topic.validate): ASCII
+letters, digits, '.', '_' and '-', 1 to 249 characters, not "." or "..". A broker loads a
+partition dir whose topic breaks it (LocalLog.parseTopicPartitionName does not check), but
+the checkpoints it then writes (`<topic> <partition> <offset>` lines) no longer parse.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ METADATA_TOPIC = "__cluster_metadata"
 REMOTE_INDEX_CACHE = "remote-log-index-cache"
 QUARANTINE = ".kafkalog-quarantine"
 
+TOPIC_MAX_LENGTH = 249
+_TOPIC_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _SEGMENT_RE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)"
                          r"(\.cleaned|\.swap|\.deleted)?$")
 _KRAFT_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.deleted)?$")
@@ -136,6 +143,23 @@ def parse_partition_dir(name: str) -> PartitionName | None:
     if not -(2**31) <= partition < 2**31:
         return None
     return PartitionName(topic, partition, state)
+
+
+def topic_name_error(topic: str) -> str | None:
+    """Why Kafka refuses `topic` as a topic name, or None when it is legal."""
+    if not topic:
+        return "the empty string is not a topic name"
+    shown = repr(topic if len(topic) <= 60 else topic[:60] + "...")
+    if topic in (".", ".."):
+        return f"{shown} is not allowed as a topic name"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return (f"{shown} is {len(topic)} characters long; a topic name has at most "
+                f"{TOPIC_MAX_LENGTH}")
+    if not _TOPIC_LEGAL.fullmatch(topic):
+        bad = next(c for c in topic if not _TOPIC_LEGAL.fullmatch(c))
+        return (f"{shown} holds {bad!r}; a topic name has only ASCII letters, digits, "
+                "'.', '_' and '-'")
+    return None
 
 
 def partition_dir_name(topic: str, partition: int) -> str:

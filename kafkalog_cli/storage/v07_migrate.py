@@ -108,8 +108,9 @@ class _Batcher:
 
 
 def migrate_partition(part: Partition07, dest: Path, opts: MigrateOptions,
-                      mapping: Mapping) -> Migrated:
-    """Write `part` as a current partition dir at `dest` (which must not hold segments)."""
+                      mapping: Mapping, topic: str | None = None) -> Migrated:
+    """Write `part` as a current partition dir at `dest` (which must not hold segments),
+    as topic `topic` (default: its 0.7 name)."""
     check_migratable(part)
     res = Migrated(part.topic, part.partition, log_start_offset=opts.start_offset)
     dest.mkdir(parents=True, exist_ok=True)
@@ -117,7 +118,7 @@ def migrate_partition(part: Partition07, dest: Path, opts: MigrateOptions,
         # an empty first segment at the chosen start: the writer continues from its base
         safety.open_file(dest / naming.segment_file_name(opts.start_offset, naming.LOG),
                          dest.parent, "replace").close()
-    w = PartitionWriter(dest, part.topic, part.partition, opts.config,
+    w = PartitionWriter(dest, topic or part.topic, part.partition, opts.config,
                         topic_id=opts.topic_id).open()
     try:
         batcher = _Batcher(w, opts)

@@ -25,9 +25,9 @@ from pathlib import Path
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.checkpoint import format_leader_epochs, parse_leader_epochs
 from kafkalog_cli.codec.entry import Batch, decode_entry
-from kafkalog_cli.codec.layout import INT32_MAX
+from kafkalog_cli.codec.layout import INT32_MAX, INT64_MAX
 from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
-from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError
+from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
 from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir
@@ -137,11 +137,17 @@ class PartitionWriter:
     def clock(self) -> int:
         return self.now_ms if self.now_ms is not None else int(time.time() * 1000)
 
-    def check(self) -> None:
-        """Refuse, changing nothing, a partition that cannot take appends: an interrupted
-        replacement, an active segment that ends in damage, a partition dir that is a
-        symlink or holds one. open() checks too; call this first to do something before the
-        first write once the checks pass."""
+    def check(self, records: int = 0) -> None:
+        """Refuse, changing nothing, a partition that cannot take appends: a topic name
+        or partition number Kafka refuses, an interrupted replacement, an active segment that
+        ends in damage, a partition dir that is a symlink or holds one, or a log end offset
+        with no room for `records` more offsets. open() checks too; call this first to do
+        something before the first write once the checks pass."""
+        why = naming.topic_name_error(self.topic)
+        if why is not None:
+            raise UsageError(why)
+        if not 0 <= self.partition <= INT32_MAX:
+            raise UsageError(f"partition {self.partition} is out of range [0, {INT32_MAX}]")
         d = self.directory
         safety.refuse_links(d)
         part = scan_partition(d) if d.exists() else PartitionDir(d, None)
@@ -153,6 +159,11 @@ class PartitionWriter:
             if r.stop is not None or r.truncated:
                 raise KafkalogError(f"{seg.log_path}:{r.valid_bytes}: the active segment ends "
                                     "in damage; run `kafkalog recover` first")
+            end = r.next_offset if r.next_offset is not None else seg.base_offset
+            if records > INT64_MAX - end:  # the log end offset after them is an INT64 too
+                raise UsageError(f"{d}: the log end offset {end} leaves room for "
+                                 f"{INT64_MAX - end} more records (offsets are INT64), "
+                                 f"not {records}")
         self._checked = (part, r)
 
     def open(self) -> PartitionWriter:

@@ -325,3 +325,76 @@ def test_a_migrate_killed_while_filling_an_existing_dir_is_undone_by_the_next(tm
     for f in (tmp_path / "fresh").rglob("*"):
         if f.is_file() and f.name != "partition.metadata":  # a new random topic id each run
             assert (out / f.relative_to(tmp_path / "fresh")).read_bytes() == f.read_bytes()
+
+
+def _same_log_dir(got, want):
+    assert sorted(p.relative_to(got) for p in got.rglob("*")) == \
+        sorted(p.relative_to(want) for p in want.rglob("*"))
+    for f in want.rglob("*"):
+        if f.is_file() and f.name != "partition.metadata":  # a new random topic id each run
+            assert (got / f.relative_to(want)).read_bytes() == f.read_bytes(), f
+
+
+def test_migrate_refuses_a_mapping_it_cannot_write_before_making_out(tmp_path, clean):
+    for mapping in (tmp_path / "no-such-dir" / "map.csv", tmp_path / "out" / "map.csv"):
+        r = run("migrate", clean, tmp_path / "out", "--mapping", mapping)
+        assert r.code == 16 and "--mapping" in one_error_line(r)
+        assert not (tmp_path / "out").exists()
+        assert not list(tmp_path.glob(".*migrating"))
+    (tmp_path / "out").mkdir()  # an empty mount point: the mapping may not go in it either
+    r = run("migrate", clean, tmp_path / "out", "--mapping", tmp_path / "out" / "map.csv")
+    assert r.code == 16 and "inside OUT" in one_error_line(r)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize(("var", "existing"), [("KAFKALOG_CRASH_AT", False),
+                                               ("KAFKALOG_CRASH_AT", True),
+                                               ("KAFKALOG_FAIL_AT", False)])
+def test_a_migrate_stopped_between_mapping_and_out_is_finished_by_a_rerun(tmp_path, clean,
+                                                                          var, existing):
+    fresh = tmp_path / "fresh"
+    r = run("migrate", clean, fresh, "--mapping", tmp_path / "fresh.csv")
+    assert r.code == 0, r.err
+    out, mapping = tmp_path / "out", tmp_path / "map.csv"
+    if existing:
+        out.mkdir()  # a mount point
+    env = dict(os.environ, **{var: "migrate.mapping.written"})
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "migrate", str(clean), str(out),
+                        "--mapping", str(mapping)], env=env, capture_output=True)
+    # killed (or a full disk) after the mapping was written and before OUT was made
+    assert p.returncode == (CRASH_EXIT if var == "KAFKALOG_CRASH_AT" else 8), p.stderr
+    assert mapping.read_bytes() == (tmp_path / "fresh.csv").read_bytes()
+    assert not out.exists() or [c.name for c in out.iterdir()] in ([], [".kafkalog-migrating"])
+    r = run("migrate", clean, out, "--mapping", mapping)
+    assert r.code == 0, r.err
+    assert mapping.read_bytes() == (tmp_path / "fresh.csv").read_bytes()
+    _same_log_dir(out, fresh)
+    assert not list(tmp_path.glob(".*migrating")) and not list(tmp_path.glob("*.tmp"))
+    assert run("verify", out).code == 0
+
+
+def test_migrate_writes_the_mapping_to_stdout_before_out(tmp_path, clean):
+    # nobody reads standard output: the mapping cannot be delivered, so OUT is not made
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "migrate", str(clean),
+                            str(tmp_path / "out")], stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert p.returncode == 8, p.stderr
+    assert b"cannot write the mapping" in p.stderr
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".*migrating"))
+
+
+def test_migrate_a_topic_current_kafka_refuses(tmp_path, clean):
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copytree(clean / "demo-0", src / "my topic-0")
+    r = run("migrate", src / "my topic-0", tmp_path / "out")
+    assert r.code == 16 and "choose a topic name with --topic" in one_error_line(r)
+    assert not (tmp_path / "out").exists()
+    r = run("migrate", src / "my topic-0", tmp_path / "out", "--topic", "my_topic")
+    assert r.code == 0, r.err
+    assert (tmp_path / "out" / "my_topic-0").is_dir()
+    assert "my_topic 0 240" in (tmp_path / "out" / "recovery-point-offset-checkpoint").read_text()
