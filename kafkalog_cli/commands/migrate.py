@@ -232,4 +232,4 @@ def _write_mapping(spool: BinaryIO, path: Path | None) -> None:
             raise LogDirIOError(f"standard output: cannot write the mapping: {e.strerror}"
                                 ) from None
         return
-    atomic_write(path, spool)
+    atomic_write(path, spool, root=path.parent)  # the operator chose its dir
