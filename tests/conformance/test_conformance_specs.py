@@ -35,7 +35,7 @@ from kafkalog_cli.codec.internal.schema import (
 )
 from kafkalog_cli.codec.internal.txnlog import STATES
 
-pytestmark = pytest.mark.conformance
+pytestmark = [pytest.mark.conformance, pytest.mark.kafka4]
 
 # jar module -> the kafkalog decode kind whose records its specs define
 RECORD_JARS = {"group-coordinator": "offsets", "share-coordinator": "share",

@@ -51,8 +51,6 @@ def _record(name: str, api_key: int, *fields: Field, valid: str = "0") -> Messag
     return message(name, *fields, api_key=api_key, valid=valid, flexible="0+")
 
 
-
-
 def _elr(name: str, tag: int) -> Field:
     """PartitionRecord/PartitionChangeRecord's ELR lists (KIP-966, v2+)."""
     return field(name, "[]int32", null="2+", tag=tag, tagged="2+", default=None)
@@ -151,7 +149,7 @@ _MESSAGES = (
             field("EndPoints", _endpoint("ControllerEndpoint")),
             field("Features", _feature("ControllerFeature"))),
     _record("ClearElrRecord", 28, field("TopicName", "string")),
-    # Kafka 4.4 (KIP-1066 controller removal); newer than the Kafka 4.3 judge
+    # from Kafka 4.4's kafka-metadata jar: newer than the Kafka 4.3 judge
     _record("UnregisterControllerRecord", 29, field("ControllerId", "int32")),
 )
 RECORDS: dict[int, Message] = {m.api_key: m for m in _MESSAGES if m.api_key is not None}
