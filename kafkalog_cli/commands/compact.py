@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
+from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partition_fields, ticking
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import progress
+from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.compaction import CleanerConfig, clean_round, cleanable_range, replay
@@ -48,7 +48,7 @@ MAX_ROUNDS = 1000
               help="Report dirty ratio and what would go; change nothing.")
 @click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--no-quarantine", is_flag=True, help="Delete replaced segments outright.")
-@options.format_option(default="text", choices=("text", "json"))
+@options.format_option()
 def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             now_ms: int | None, delete_retention_ms: int, min_compaction_lag_ms: int,
             min_cleanable_ratio: float, force: bool, dedupe_buffer_size: int, load_factor: float,
@@ -99,9 +99,8 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             report.append(entry)
             if fmt == "text":
                 out.write(_text(entry, dry_run) + "\n")
-    if fmt == "json":
-        out.write(orjson.dumps({"now": now, "dryRun": dry_run, "partitions": report},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+    if fmt != "text":
+        write_report(fmt, {"now": now, "dryRun": dry_run}, report, {"rounds": "round"})
     return 4 if dry_run and work else 0
 
 
@@ -113,7 +112,7 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
     log_start = max(part.segments[0].base_offset,
                     read_offsets(log_dir / naming.LOG_START).get(key, 0))
     hw_cp = read_offsets(log_dir / naming.REPLICATION).get(key)
-    entry: dict[str, Any] = {"partition": str(part.path), "rounds": []}
+    entry: dict[str, Any] = {**partition_fields(part), "rounds": []}
     for _ in range(max_rounds):
         state, aborted = replay(part)
         rng = cleanable_range(part, ckpt, log_start, hw_cp, state, now, cfg)
@@ -144,7 +143,7 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
 
 
 def _text(e: dict[str, Any], dry: bool) -> str:
-    head = f"{e['partition']}: dirty ratio {e.get('dirtyRatio')}"
+    head = f"{e['path']}: dirty ratio {e.get('dirtyRatio')}"
     if "skipped" in e and not e["rounds"]:
         return f"{head}; skipped: {e['skipped']}"
     lines = [head]

@@ -22,7 +22,7 @@ from kafkalog_cli.output.console import warn
 from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
-from kafkalog_cli.storage.logdir import PartitionDir, open_target
+from kafkalog_cli.storage.logdir import PartitionDir, Target, open_target
 from kafkalog_cli.storage.reader import segments_in_range
 from kafkalog_cli.storage.segment import iter_batches
 
@@ -170,47 +170,44 @@ class Dumper:
     # -- other files ------------------------------------------------------------------
     def other_file(self, path: Path, fn: naming.FileName) -> None:
         out = self.out
+        kind = file_kind(path, fn)  # refuses an unknown file before printing anything
         out.text(f"Dumping {path}")
         file = str(path)
-        suffix = fn.suffix
         base = fn.offset if fn.offset is not None else 0
-        if suffix == naming.INDEX:
+        if kind == "index-entry":
             idx = OffsetIndex.read(path, base)
             for off, pos in idx.entries:
                 out.row({"kind": "index-entry", "file": file, "offset": off, "position": pos})
             if idx.untrimmed:
                 out.text(f"({len(idx.slots) - idx.used} zero-filled preallocated slots not shown)")
-        elif suffix == naming.TIMEINDEX:
+        elif kind == "timeindex-entry":
             tidx = TimeIndex.read(path, base)
             for ts, off in tidx.entries:
                 out.row({"kind": "timeindex-entry", "file": file, "timestamp": ts,
                          "offset": off})
-        elif suffix == naming.TXNINDEX:
+        elif kind == "aborted-txn":
             for e in TxnIndex.read(path, base).entries:
                 out.row({"kind": "aborted-txn", "file": file, "version": e.version,
                          "producerId": e.producer_id, "firstOffset": e.first_offset,
                          "lastOffset": e.last_offset, "lastStableOffset": e.last_stable_offset})
-        elif suffix == naming.SNAPSHOT:
+        elif kind == "producer":
             for p in decode_snapshot(path.read_bytes()):
                 out.row({"kind": "producer", "file": file, "producerId": p.producer_id,
                          "producerEpoch": p.epoch, "coordinatorEpoch": p.coordinator_epoch,
                          "currentTxnFirstOffset": p.current_txn_first_offset,
                          "lastTimestamp": p.timestamp, "lastSequence": p.last_sequence,
                          "lastOffset": p.last_offset, "offsetDelta": p.offset_delta})
-        elif fn.kind is naming.FileKind.LEADER_EPOCH:
+        elif kind == "leader-epoch":
             for epoch, start in parse_leader_epochs(path.read_text("utf-8")):
                 out.row({"kind": "leader-epoch", "file": file, "epoch": epoch,
                          "startOffset": start})
-        elif fn.name in naming.ROOT_CHECKPOINTS:
+        elif kind == "checkpoint-entry":
             for (t, p), off in parse_offsets(path.read_text("utf-8")).items():
                 out.row({"kind": "checkpoint-entry", "file": file, "topic": t, "partition": p,
                          "offset": off})
-        elif fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
-                         naming.FileKind.QUORUM_STATE):
+        else:
             out.row({"kind": "file", "file": file, "content": path.read_text("utf-8",
                                                                              "backslashreplace")})
-        else:
-            raise UsageError(f"{path}: not a file kafkalog knows how to dump")
 
 
 def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:  # type: ignore[type-arg]
@@ -373,34 +370,34 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     """
     print_data = print_data or decode not in ("auto", "none")  # as kafka-dump-log's decoders
     records = with_records or print_data or key_filter is not None
+    batches = not (no_batches and records)
     filters = Filters(from_offset, to_offset, from_time, to_time,
                       None if key_filter is None else key_filter.encode(), producer_id, only)
-    out = make_renderer(fmt, functools.partial(text_line, print_data=print_data))
-    d = Dumper(out, records, not (no_batches and records), payload_encoder(payload), filters,
-               max_decompressed_bytes)
+    # every PATH is resolved (and refused) before the first row is printed
+    targets = [(p, t07, None if t07 is not None else open_target(p))
+               for p in paths for t07 in [v07.find_target(p)]]
+    kinds = [row_kinds(t07, target, records, batches) for _p, t07, target in targets]
+    columns = csv_columns(kinds) if fmt == "csv" else None
+    out = make_renderer(fmt, functools.partial(text_line, print_data=print_data), columns)
+    d = Dumper(out, records, batches, payload_encoder(payload), filters, max_decompressed_bytes)
     d.sizes = fmt == "text"
     if fmt == "jsonl":
         d.fast_jsonl = jsonl_writer(payload)
     d.decoding = decoding.Decoding(decode)
     try:
-        for p in paths:
-            if v07.dump_path(p, d, print_data):  # Kafka 0.7 .kafka segments
-                continue
-            target = open_target(p)
-            if target.kind == "file":
+        for p, t07, target in targets:
+            if t07 is not None:  # Kafka 0.7 .kafka segments
+                v07.dump_target(p, t07, d, print_data)
+            elif target is not None and target.kind == "file":
                 fn = naming.parse_file_name(target.path.name)
-                is_log = (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
-                    fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
-                    (target.path.name.endswith((".log", ".checkpoint")) and
-                     fn.kind is not naming.FileKind.ROOT)
-                if is_log:
+                if _is_log(target.path, fn):
                     d.log_file(target.path, fn.offset)
                 else:
                     try:
                         d.other_file(target.path, fn)
                     except CorruptDataError as e:
                         raise e.located(str(target.path)) from None
-            else:
+            elif target is not None:
                 for part in target.partitions():
                     d.partition(part)
     except KafkalogError:
@@ -408,3 +405,65 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
         raise
     out.close()
     return EXIT_UNFIXED if d.problems else 0
+
+
+def _is_log(path: Path, fn: naming.FileName) -> bool:
+    return (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
+        fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
+        (path.name.endswith((".log", ".checkpoint")) and fn.kind is not naming.FileKind.ROOT)
+
+
+# the fields of each kind of row, in order; csv's header is the union over the kinds a run
+# can print (one header for batches and records: `kind` tells them apart)
+KIND_COLUMNS: dict[str, tuple[str, ...]] = {
+    "batch": ("kind", "file", "position", "baseOffset", "lastOffset", "count", "magic",
+              "compression", "timestampType", "maxTimestamp", "producerId", "producerEpoch",
+              "baseSequence", "lastSequence", "isTransactional", "isControl",
+              "deleteHorizonMs", "partitionLeaderEpoch", "crc", "isValid", "size"),
+    "record": ("kind", "topic", "partition", "offset", "timestamp", "timestampType", "key",
+               "value", "headers", "sequence", "crc", "control", "decoded"),
+    "index-entry": ("kind", "file", "offset", "position"),
+    "timeindex-entry": ("kind", "file", "timestamp", "offset"),
+    "aborted-txn": ("kind", "file", "version", "producerId", "firstOffset", "lastOffset",
+                    "lastStableOffset"),
+    "producer": ("kind", "file", "producerId", "producerEpoch", "coordinatorEpoch",
+                 "currentTxnFirstOffset", "lastTimestamp", "lastSequence", "lastOffset",
+                 "offsetDelta"),
+    "leader-epoch": ("kind", "file", "epoch", "startOffset"),
+    "checkpoint-entry": ("kind", "file", "topic", "partition", "offset"),
+    "file": ("kind", "file", "content"),
+    **v07.KIND_COLUMNS,
+}
+
+_SUFFIX_KINDS = {naming.INDEX: "index-entry", naming.TIMEINDEX: "timeindex-entry",
+                 naming.TXNINDEX: "aborted-txn", naming.SNAPSHOT: "producer"}
+
+
+def file_kind(path: Path, fn: naming.FileName) -> str:
+    """The kind of rows a file that is not a log prints; refuses a file dump cannot read."""
+    if fn.suffix in _SUFFIX_KINDS:
+        return _SUFFIX_KINDS[fn.suffix]
+    if fn.kind is naming.FileKind.LEADER_EPOCH:
+        return "leader-epoch"
+    if fn.name in naming.ROOT_CHECKPOINTS:
+        return "checkpoint-entry"
+    if fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
+                   naming.FileKind.QUORUM_STATE):
+        return "file"
+    raise UsageError(f"{path}: not a file kafkalog knows how to dump")
+
+
+def row_kinds(t07: Any, target: Target | None, records: bool, batches: bool) -> list[str]:
+    """The kinds of rows dumping one resolved PATH can print (refusing an unknown file)."""
+    if t07 is not None:
+        return ["entry"] * batches + ["message"] * records
+    assert target is not None
+    if target.kind == "file":
+        fn = naming.parse_file_name(target.path.name)
+        if not _is_log(target.path, fn):
+            return [file_kind(target.path, fn)]
+    return ["batch"] * batches + ["record"] * records
+
+
+def csv_columns(kinds: list[list[str]]) -> list[str]:
+    return list(dict.fromkeys(c for ks in kinds for k in ks for c in KIND_COLUMNS[k]))

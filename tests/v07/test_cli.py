@@ -123,7 +123,7 @@ def test_recover_torn_tail_then_nothing_to_do(tmp_path):
     r = run("recover", ld, "--quarantine", tmp_path / "q", "--format", "json")
     assert r.code == 1, r.err
     rep = json.loads(r.out)["partitions"]
-    assert [p["actions"][0]["bytes"] for p in rep][1] == [cut, len(before)]
+    assert [p["actions"][0]["positions"] for p in rep][1] == [cut, len(before)]
     assert newest.read_bytes() == before[:cut]
     saved = sorted((tmp_path / "q").rglob("*.bytes-*"))
     assert saved[-1].read_bytes() == before[cut:]
