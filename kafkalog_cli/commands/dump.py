@@ -358,7 +358,10 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
 
     PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
     .snapshot or .checkpoint file, a checkpoint file, a partition dir or a whole log dir.
-    Text output uses kafka-dump-log's line format; json/jsonl/csv carry Kafka's field names.
+    Text output uses kafka-dump-log's line format; json, jsonl, csv and table carry Kafka's
+    field names (docs/json.md) and every field: with --records, batches and records share one
+    csv header, the union of their columns (`kind` tells the rows apart); --no-batches
+    prints records only.
 
     \b
     Examples:
