@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.entry import Batch
@@ -17,14 +16,16 @@ from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import decoding, options, v07
-from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
+from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
+from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
-from kafkalog_cli.storage.logdir import PartitionDir, Target, open_target
+from kafkalog_cli.storage.logdir import PartitionDir, open_target
 from kafkalog_cli.storage.reader import segments_in_range
 from kafkalog_cli.storage.segment import iter_batches
+from kafkalog_cli.storage.v07 import find_target
 
 Row = dict[str, Any]
 
@@ -241,18 +242,6 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:
     return write
 
 
-def batch_row(b: Batch, pos: int, file: str) -> Row:
-    return {"kind": "batch", "file": file, "position": pos, "baseOffset": b.base_offset,
-            "lastOffset": b.last_offset, "count": b.count, "magic": b.magic,
-            "compression": compression.name(b.compression),
-            "timestampType": TIMESTAMP_TYPES[b.timestamp_type], "maxTimestamp": b.max_timestamp,
-            "producerId": b.producer_id, "producerEpoch": b.producer_epoch,
-            "baseSequence": b.base_sequence, "lastSequence": b.last_sequence,
-            "isTransactional": b.is_transactional, "isControl": b.is_control,
-            "deleteHorizonMs": b.delete_horizon_ms, "partitionLeaderEpoch":
-                b.partition_leader_epoch, "crc": b.crc, "isValid": b.is_valid(), "size": b.size}
-
-
 def _jbool(v: bool) -> str:
     return "true" if v else "false"
 
@@ -378,7 +367,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
                       None if key_filter is None else key_filter.encode(), producer_id, only)
     # every PATH is resolved (and refused) before the first row is printed
     targets = [(p, t07, None if t07 is not None else open_target(p))
-               for p in paths for t07 in [v07.find_target(p)]]
+               for p in paths for t07 in [find_target(p)]]
     kinds = [row_kinds(t07, target, records, batches) for _p, t07, target in targets]
     columns = csv_columns(kinds) if fmt == "csv" else None
     out = make_renderer(fmt, functools.partial(text_line, print_data=print_data), columns)
@@ -393,7 +382,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
                 v07.dump_target(p, t07, d, print_data)
             elif target is not None and target.kind == "file":
                 fn = naming.parse_file_name(target.path.name)
-                if _is_log(target.path, fn):
+                if is_log(target.path, fn):
                     d.log_file(target.path, fn.offset)
                 else:
                     try:
@@ -408,65 +397,3 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
         raise
     out.close()
     return EXIT_UNFIXED if d.problems else 0
-
-
-def _is_log(path: Path, fn: naming.FileName) -> bool:
-    return (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
-        fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
-        (path.name.endswith((".log", ".checkpoint")) and fn.kind is not naming.FileKind.ROOT)
-
-
-# the fields of each kind of row, in order; csv's header is the union over the kinds a run
-# can print (one header for batches and records: `kind` tells them apart)
-KIND_COLUMNS: dict[str, tuple[str, ...]] = {
-    "batch": ("kind", "file", "position", "baseOffset", "lastOffset", "count", "magic",
-              "compression", "timestampType", "maxTimestamp", "producerId", "producerEpoch",
-              "baseSequence", "lastSequence", "isTransactional", "isControl",
-              "deleteHorizonMs", "partitionLeaderEpoch", "crc", "isValid", "size"),
-    "record": ("kind", "topic", "partition", "offset", "timestamp", "timestampType", "key",
-               "value", "headers", "sequence", "crc", "control", "decoded"),
-    "index-entry": ("kind", "file", "offset", "position"),
-    "timeindex-entry": ("kind", "file", "timestamp", "offset"),
-    "aborted-txn": ("kind", "file", "version", "producerId", "firstOffset", "lastOffset",
-                    "lastStableOffset"),
-    "producer": ("kind", "file", "producerId", "producerEpoch", "coordinatorEpoch",
-                 "currentTxnFirstOffset", "lastTimestamp", "lastSequence", "lastOffset",
-                 "offsetDelta"),
-    "leader-epoch": ("kind", "file", "epoch", "startOffset"),
-    "checkpoint-entry": ("kind", "file", "topic", "partition", "offset"),
-    "file": ("kind", "file", "content"),
-    **v07.KIND_COLUMNS,
-}
-
-_SUFFIX_KINDS = {naming.INDEX: "index-entry", naming.TIMEINDEX: "timeindex-entry",
-                 naming.TXNINDEX: "aborted-txn", naming.SNAPSHOT: "producer"}
-
-
-def file_kind(path: Path, fn: naming.FileName) -> str:
-    """The kind of rows a file that is not a log prints; refuses a file dump cannot read."""
-    if fn.suffix in _SUFFIX_KINDS:
-        return _SUFFIX_KINDS[fn.suffix]
-    if fn.kind is naming.FileKind.LEADER_EPOCH:
-        return "leader-epoch"
-    if fn.name in naming.ROOT_CHECKPOINTS:
-        return "checkpoint-entry"
-    if fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
-                   naming.FileKind.QUORUM_STATE):
-        return "file"
-    raise UsageError(f"{path}: not a file kafkalog knows how to dump")
-
-
-def row_kinds(t07: Any, target: Target | None, records: bool, batches: bool) -> list[str]:
-    """The kinds of rows dumping one resolved PATH can print (refusing an unknown file)."""
-    if t07 is not None:
-        return ["entry"] * batches + ["message"] * records
-    assert target is not None
-    if target.kind == "file":
-        fn = naming.parse_file_name(target.path.name)
-        if not _is_log(target.path, fn):
-            return [file_kind(target.path, fn)]
-    return ["batch"] * batches + ["record"] * records
-
-
-def csv_columns(kinds: list[list[str]]) -> list[str]:
-    return list(dict.fromkeys(c for ks in kinds for k in ks for c in KIND_COLUMNS[k]))

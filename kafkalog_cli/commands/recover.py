@@ -21,7 +21,6 @@ from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.recovery import Plan, apply_plan, plan_partition
 from kafkalog_cli.storage.replace import apply_loader_actions
 
-
 LISTS = {"actions": "action", "problems": "problem"}  # csv and tables: a row for each
 
 
