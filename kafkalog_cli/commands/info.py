@@ -37,7 +37,7 @@ def report(paths: tuple[str, ...]) -> list[Row]:
     return out
 
 
-def _text(entry: Row, tablefmt: str = "plain") -> str:
+def _text(entry: Row) -> str:
     from tabulate import tabulate
 
     head = entry["path"]
@@ -52,7 +52,7 @@ def _text(entry: Row, tablefmt: str = "plain") -> str:
     lines = [head, tabulate(rows, headers=["partition", "segs", "start", "end", "recovery",
                                            "hw", "bytes", "first ts", "max ts", "codecs",
                                            "leftovers"],
-                            tablefmt=tablefmt, disable_numparse=True)]
+                            tablefmt="plain")]
     if entry.get("unknownFiles"):
         lines.append("unknown: " + ", ".join(entry["unknownFiles"]))
     return "\n".join(lines) + "\n"

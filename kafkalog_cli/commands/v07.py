@@ -298,7 +298,7 @@ def _info_text(entry: Row) -> str:
             for x in entry["partitions"]]
     lines = [head, tabulate(rows, headers=["partition", "format", "segs", "start", "end",
                                            "bytes", "entries", "codecs", "state"],
-                            tablefmt="plain", disable_numparse=True)]
+                            tablefmt="plain")]
     if entry.get("mixedDirs"):
         lines.append("0.8+ partition dirs here too (mixed): " + ", ".join(entry["mixedDirs"]))
     return "\n".join(lines) + "\n"
