@@ -17,7 +17,7 @@ from kafkalog_cli.codec.control import encode_end_txn
 from kafkalog_cli.codec.message_v01 import encode_message_set
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.append_input import batches, read_records
-from kafkalog_cli.errors import UsageError
+from kafkalog_cli.errors import LogDirIOError, UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import (
@@ -129,8 +129,8 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         else:
             try:
                 src = stack.enter_context(open(input_path, "rb"))
-            except OSError as e:
-                raise UsageError(f"{input_path}: cannot read: {e.strerror}") from None
+            except OSError as e:  # what cannot be opened is operational, as for a PATH
+                raise LogDirIOError(f"{input_path}: cannot read: {e.strerror}") from None
             name = str(input_path)
         # pass 1: validate everything, so bad input writes nothing
         count = sum(1 for _ in read_records(src, name, input_format, payload, separator, clock,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import warn
@@ -79,6 +80,11 @@ def _refuse_interrupted(parts: list[PartitionDir], ok: bool) -> list[PartitionDi
         for part in parts:
             part.refuse_if_interrupted()
     return parts
+
+
+def partition_fields(part: PartitionDir) -> dict[str, Any]:
+    """How machine output names a partition: topic, partition number, and its dir."""
+    return {"topic": part.topic, "partition": part.partition, "path": str(part.path)}
 
 
 def partition_bytes(parts: list[PartitionDir]) -> int:

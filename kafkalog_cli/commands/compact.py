@@ -8,12 +8,18 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, quarantines, ticking
+from kafkalog_cli.commands.common import (
+    lock_dirs,
+    partition_bytes,
+    partition_fields,
+    quarantines,
+    ticking,
+)
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import progress, settings
+from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.compaction import CleanerConfig, clean_round, cleanable_range, replay
@@ -51,7 +57,7 @@ MAX_ROUNDS = 1000
               help="Report dirty ratio and what would go; change nothing.")
 @click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--no-quarantine", is_flag=True, help="Delete replaced segments outright.")
-@options.format_option(default="text", choices=("text", "json"))
+@options.format_option()
 def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             now_ms: int | None, delete_retention_ms: int, min_compaction_lag_ms: int,
             min_cleanable_ratio: float, force: bool, dedupe_buffer_size: int, load_factor: float,
@@ -100,7 +106,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             q = qs.get(log_dir)
             if part.topic_error is not None:  # its cleaner checkpoint entry cannot be written
                 skipped = True
-                entry = {"partition": str(part.path), "rounds": [],
+                entry = {**partition_fields(part), "rounds": [],
                          "skipped": f"{part.topic_error} (rename the dir)"}
             else:
                 entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds,
@@ -109,9 +115,8 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             report.append(entry)
             if fmt == "text" and (entry["rounds"] or not settings.quiet):  # -q: no skips
                 out.write(_text(entry, dry_run) + "\n")
-    if fmt == "json":
-        out.write(orjson.dumps({"now": now, "dryRun": dry_run, "partitions": report},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+    if fmt != "text":
+        write_report(fmt, {"now": now, "dryRun": dry_run}, report, {"rounds": "round"})
     return 4 if (dry_run and work) or skipped else 0
 
 
@@ -123,7 +128,7 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
     log_start = max(part.segments[0].base_offset,
                     read_offsets(log_dir / naming.LOG_START).get(key, 0))
     hw_cp = read_offsets(log_dir / naming.REPLICATION).get(key)
-    entry: dict[str, Any] = {"partition": str(part.path), "rounds": []}
+    entry: dict[str, Any] = {**partition_fields(part), "rounds": []}
     for _ in range(max_rounds):
         state, aborted = replay(part)
         rng = cleanable_range(part, ckpt, log_start, hw_cp, state, now, cfg)
@@ -155,8 +160,8 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
 
 def _text(e: dict[str, Any], dry: bool) -> str:
     if "dirtyRatio" not in e:
-        return f"{e['partition']}: skipped: {e['skipped']}"
-    head = f"{e['partition']}: dirty ratio {e.get('dirtyRatio')}"
+        return f"{e['path']}: skipped: {e['skipped']}"
+    head = f"{e['path']}: dirty ratio {e.get('dirtyRatio')}"
     if "skipped" in e and not e["rounds"]:
         return f"{head}; skipped: {e['skipped']}"
     lines = [head]

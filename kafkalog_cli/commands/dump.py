@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.entry import Batch
@@ -17,7 +16,8 @@ from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import decoding, options, v07
-from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
+from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
+from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
 from kafkalog_cli.storage import naming
@@ -25,6 +25,7 @@ from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.logdir import PartitionDir, open_target
 from kafkalog_cli.storage.reader import segments_in_range
 from kafkalog_cli.storage.segment import iter_batches
+from kafkalog_cli.storage.v07 import find_target
 
 Row = dict[str, Any]
 
@@ -170,47 +171,44 @@ class Dumper:
     # -- other files ------------------------------------------------------------------
     def other_file(self, path: Path, fn: naming.FileName) -> None:
         out = self.out
+        kind = file_kind(path, fn)  # refuses an unknown file before printing anything
         out.text(f"Dumping {path}")
         file = str(path)
-        suffix = fn.suffix
         base = fn.offset if fn.offset is not None else 0
-        if suffix == naming.INDEX:
+        if kind == "index-entry":
             idx = OffsetIndex.read(path, base)
             for off, pos in idx.entries:
                 out.row({"kind": "index-entry", "file": file, "offset": off, "position": pos})
             if idx.untrimmed:
                 out.text(f"({len(idx.slots) - idx.used} zero-filled preallocated slots not shown)")
-        elif suffix == naming.TIMEINDEX:
+        elif kind == "timeindex-entry":
             tidx = TimeIndex.read(path, base)
             for ts, off in tidx.entries:
                 out.row({"kind": "timeindex-entry", "file": file, "timestamp": ts,
                          "offset": off})
-        elif suffix == naming.TXNINDEX:
+        elif kind == "aborted-txn":
             for e in TxnIndex.read(path, base).entries:
                 out.row({"kind": "aborted-txn", "file": file, "version": e.version,
                          "producerId": e.producer_id, "firstOffset": e.first_offset,
                          "lastOffset": e.last_offset, "lastStableOffset": e.last_stable_offset})
-        elif suffix == naming.SNAPSHOT:
+        elif kind == "producer":
             for p in decode_snapshot(path.read_bytes()):
                 out.row({"kind": "producer", "file": file, "producerId": p.producer_id,
                          "producerEpoch": p.epoch, "coordinatorEpoch": p.coordinator_epoch,
                          "currentTxnFirstOffset": p.current_txn_first_offset,
                          "lastTimestamp": p.timestamp, "lastSequence": p.last_sequence,
                          "lastOffset": p.last_offset, "offsetDelta": p.offset_delta})
-        elif fn.kind is naming.FileKind.LEADER_EPOCH:
+        elif kind == "leader-epoch":
             for epoch, start in parse_leader_epochs(path.read_text("utf-8")):
                 out.row({"kind": "leader-epoch", "file": file, "epoch": epoch,
                          "startOffset": start})
-        elif fn.name in naming.ROOT_CHECKPOINTS:
+        elif kind == "checkpoint-entry":
             for (t, p), off in parse_offsets(path.read_text("utf-8")).items():
                 out.row({"kind": "checkpoint-entry", "file": file, "topic": t, "partition": p,
                          "offset": off})
-        elif fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
-                         naming.FileKind.QUORUM_STATE):
+        else:
             out.row({"kind": "file", "file": file, "content": path.read_text("utf-8",
                                                                              "backslashreplace")})
-        else:
-            raise UsageError(f"{path}: not a file kafkalog knows how to dump")
 
 
 def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:  # type: ignore[type-arg]
@@ -242,18 +240,6 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:
         return records_jsonl(recs, prefix, t, mode)
 
     return write
-
-
-def batch_row(b: Batch, pos: int, file: str) -> Row:
-    return {"kind": "batch", "file": file, "position": pos, "baseOffset": b.base_offset,
-            "lastOffset": b.last_offset, "count": b.count, "magic": b.magic,
-            "compression": compression.name(b.compression),
-            "timestampType": TIMESTAMP_TYPES[b.timestamp_type], "maxTimestamp": b.max_timestamp,
-            "producerId": b.producer_id, "producerEpoch": b.producer_epoch,
-            "baseSequence": b.base_sequence, "lastSequence": b.last_sequence,
-            "isTransactional": b.is_transactional, "isControl": b.is_control,
-            "deleteHorizonMs": b.delete_horizon_ms, "partitionLeaderEpoch":
-                b.partition_leader_epoch, "crc": b.crc, "isValid": b.is_valid(), "size": b.size}
 
 
 def _jbool(v: bool) -> str:
@@ -361,7 +347,10 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
 
     PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
     .snapshot or .checkpoint file, a checkpoint file, a partition dir or a whole log dir.
-    Text output uses kafka-dump-log's line format; json/jsonl/csv carry Kafka's field names.
+    Text output uses kafka-dump-log's line format; json, jsonl, csv and table carry Kafka's
+    field names (docs/json.md) and every field: with --records, batches and records share one
+    csv header, the union of their columns (`kind` tells the rows apart); --no-batches
+    prints records only.
 
     \b
     Examples:
@@ -373,34 +362,34 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     """
     print_data = print_data or decode not in ("auto", "none")  # as kafka-dump-log's decoders
     records = with_records or print_data or key_filter is not None
+    batches = not (no_batches and records)
     filters = Filters(from_offset, to_offset, from_time, to_time,
                       None if key_filter is None else key_filter.encode(), producer_id, only)
-    out = make_renderer(fmt, functools.partial(text_line, print_data=print_data))
-    d = Dumper(out, records, not (no_batches and records), payload_encoder(payload), filters,
-               max_decompressed_bytes)
+    # every PATH is resolved (and refused) before the first row is printed
+    targets = [(p, t07, None if t07 is not None else open_target(p))
+               for p in paths for t07 in [find_target(p)]]
+    kinds = [row_kinds(t07, target, records, batches) for _p, t07, target in targets]
+    columns = csv_columns(kinds) if fmt == "csv" else None
+    out = make_renderer(fmt, functools.partial(text_line, print_data=print_data), columns)
+    d = Dumper(out, records, batches, payload_encoder(payload), filters, max_decompressed_bytes)
     d.sizes = fmt == "text"
     if fmt == "jsonl":
         d.fast_jsonl = jsonl_writer(payload)
     d.decoding = decoding.Decoding(decode)
     try:
-        for p in paths:
-            if v07.dump_path(p, d, print_data):  # Kafka 0.7 .kafka segments
-                continue
-            target = open_target(p)
-            if target.kind == "file":
+        for p, t07, target in targets:
+            if t07 is not None:  # Kafka 0.7 .kafka segments
+                v07.dump_target(p, t07, d, print_data)
+            elif target is not None and target.kind == "file":
                 fn = naming.parse_file_name(target.path.name)
-                is_log = (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
-                    fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
-                    (target.path.name.endswith((".log", ".checkpoint")) and
-                     fn.kind is not naming.FileKind.ROOT)
-                if is_log:
+                if is_log(target.path, fn):
                     d.log_file(target.path, fn.offset)
                 else:
                     try:
                         d.other_file(target.path, fn)
                     except CorruptDataError as e:
                         raise e.located(str(target.path)) from None
-            else:
+            elif target is not None:
                 for part in target.partitions():
                     d.partition(part)
     except KafkalogError:

@@ -70,7 +70,8 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
                              f"(fix: kafkalog recover {part.path})")
                     if terse and not c.changed:
                         continue
-                    out.row({"segment": str(c.segment), "file": str(c.file), "kind": c.kind,
+                    out.row({"topic": part.topic, "partition": part.partition,
+                             "segment": str(c.segment), "file": str(c.file), "index": c.kind,
                              "entries": c.entries, "bytesBefore": c.before,
                              "bytesAfter": c.after, "changed": c.changed, "dryRun": dry_run})
     out.close()

@@ -11,7 +11,6 @@ import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
-from typing import BinaryIO
 
 import click
 
@@ -19,10 +18,12 @@ from kafkalog_cli.codec.compression import BY_NAME, NAMES
 from kafkalog_cli.commands import options
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
 from kafkalog_cli.output.console import note
+from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.checkpoints import update_offsets
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
+from kafkalog_cli.storage.logdir import require_exists
 from kafkalog_cli.storage.v07 import find_target
 from kafkalog_cli.storage.v07_check import target_problems
 from kafkalog_cli.storage.v07_migrate import (
@@ -33,7 +34,7 @@ from kafkalog_cli.storage.v07_migrate import (
 )
 from kafkalog_cli.storage.writer import LogConfig
 
-CSV_HEADER = ("topic", "partition", "byte_offset", "new_offset")
+MAPPING_COLUMNS = ["topic", "partition", "byteOffset", "newOffset"]
 
 
 def _timestamp(value: str) -> tuple[int, bool]:
@@ -94,7 +95,7 @@ def _undo_finish(stage: Path, out: Path) -> None:
                "(nothing is written; run `kafkalog recover` first), 8 operational error "
                "(e.g. OUT's staging folder is a symlink, or OUT a symlink to nothing: refused "
                "before anything is written), 16 usage error.")
-@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.argument("source", type=click.Path(path_type=Path))
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--start-offset", type=click.IntRange(0), default=0, show_default=True,
               help="Offset of the first migrated message.")
@@ -114,23 +115,27 @@ def _undo_finish(stage: Path, out: Path) -> None:
 @click.option("--index-interval-bytes", type=click.IntRange(0),
               default=LogConfig.index_interval_bytes, show_default=True)
 @click.option("--mapping", "mapping_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the offset mapping (CSV) to this file instead of standard output.")
+              help="Write the offset mapping to this file instead of standard output.")
+@options.format_option(default="csv")
 @click.option("--fsync", is_flag=True, help="fsync data, indexes and directories.")
 @options.max_decompressed_option
 def command(source: Path, out: Path, start_offset: int, topic: str | None, codec: str,
             batch_records: int, timestamp: str, segment_bytes: int, index_interval_bytes: int,
-            mapping_path: Path | None, fsync: bool, max_decompressed_bytes: int) -> int:
+            mapping_path: Path | None, fsync: bool, max_decompressed_bytes: int,
+            fmt: str = "csv") -> int:
     """Write the Kafka 0.7 partitions of SOURCE (a partition dir or a log dir) as a current
     log dir OUT (new or empty): v2 batches, indexes, snapshots and checkpoints, offsets
-    renumbered densely from --start-offset. Prints CSV `topic,partition,byte_offset,
-    new_offset`: every 0.7 entry start, then the 0.7 log end, with the new offset a consumer
-    resumes at; translate saved 0.7 offsets with it. SOURCE is only read.
+    renumbered densely from --start-offset. Prints the offset mapping (CSV by default,
+    `topic,partition,byteOffset,newOffset`): every 0.7 entry start, then the 0.7 log end,
+    with the new offset a consumer resumes at; translate saved 0.7 offsets with it. SOURCE
+    is only read.
 
     \b
     Examples:
       kafkalog migrate /old/kafka-logs/orders-0 /new/logs > orders-0.offsets.csv
       kafkalog migrate /old/kafka-logs /new/logs --codec zstd --mapping offsets.csv
     """
+    require_exists(source)
     t = find_target(source)
     if t is None:
         raise UsageError(f"{source}: holds no Kafka 0.7 .kafka segments")
@@ -170,10 +175,8 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
                                            fsync=fsync),
                           max_decompressed=max_decompressed_bytes)
     with ExitStack() as stack:
-        spool = stack.enter_context(tempfile.TemporaryFile())
-        text = stack.enter_context(io.TextIOWrapper(spool, "utf-8", newline=""))
-        rows = csv.writer(text)
-        rows.writerow(CSV_HEADER)
+        spool = stack.enter_context(tempfile.TemporaryFile("w+", newline=""))
+        rows = csv.writer(spool)
         if stage.exists():
             note(f"removing {stage}, left by an interrupted migrate")
             shutil.rmtree(stage)
@@ -198,9 +201,8 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
             update_offsets(stage / naming.LOG_START, {k: None for k in leos}, fsync=fsync)
             # the mapping first: once OUT is there, so is the only record of the byte
             # offsets 0.7 consumers saved; a run that dies before OUT is done is run again
-            text.flush()
             spool.seek(0)
-            _write_mapping(spool, mapping_path)
+            _write_mapping(spool, mapping_path, fmt)
             crash_point("migrate.mapping.written")
             _finish(stage, out)
         except (KafkalogError, OSError):
@@ -223,13 +225,27 @@ def _check_mapping_path(path: Path, out: Path) -> None:
         raise UsageError(f"--mapping: {path} is inside OUT; write it elsewhere")
 
 
-def _write_mapping(spool: BinaryIO, path: Path | None) -> None:
-    if path is None:
+def _mapping_text(row: dict[str, object]) -> str:
+    return (f"{row['topic']}-{row['partition']} byte offset {row['byteOffset']} -> offset "
+            f"{row['newOffset']}")
+
+
+def _write_mapping(spool: io.TextIOBase, path: Path | None, fmt: str) -> None:
+    """The spooled (topic, partition, byte offset, new offset) rows, in --format, to
+    standard output or atomically to `path`."""
+    with tempfile.TemporaryFile() as rendered:
+        out = make_renderer(fmt, _mapping_text, MAPPING_COLUMNS, out=rendered)
+        for topic, partition, byte_offset, new_offset in csv.reader(spool):
+            out.row({"topic": topic, "partition": int(partition),
+                     "byteOffset": int(byte_offset), "newOffset": int(new_offset)})
+        out.close()
+        rendered.seek(0)
+        if path is not None:
+            atomic_write(path, rendered, root=path.parent)  # the operator chose its dir
+            return
         try:
-            shutil.copyfileobj(spool, sys.stdout.buffer)
+            shutil.copyfileobj(rendered, sys.stdout.buffer)
             sys.stdout.buffer.flush()
         except OSError as e:  # a closed pipe too: OUT is not made when the mapping is lost
             raise LogDirIOError(f"standard output: cannot write the mapping: {e.strerror}"
                                 ) from None
-        return
-    atomic_write(path, spool, root=path.parent)  # the operator chose its dir

@@ -7,18 +7,26 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kafkalog_cli.commands import options, v07
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, quarantines, ticking
+from kafkalog_cli.commands.common import (
+    lock_dirs,
+    partition_bytes,
+    partition_fields,
+    quarantines,
+    ticking,
+)
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.output.console import progress, settings
+from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.recovery import Plan, apply_plan, plan_partition
 from kafkalog_cli.storage.replace import apply_loader_actions
+
+LISTS = {"actions": "action", "problems": "problem"}  # csv and tables: a row for each
 
 
 def _recovery_point(part: PartitionDir) -> int:
@@ -51,8 +59,8 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
     for r in rows:
         what = r["action"]
         extra = ""
-        if "bytes" in r:
-            extra += f" bytes {r['bytes'][0]}..{r['bytes'][1]}"
+        if "positions" in r:
+            extra += f" bytes {r['positions'][0]}..{r['positions'][1]}"
         if r.get("offsets"):
             extra += f" offsets {r['offsets'][0]}..{r['offsets'][1]}"
         if r.get("records") is not None:
@@ -81,7 +89,7 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
 @click.option("--no-quarantine", is_flag=True, help="Delete instead of quarantining.")
 @click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,
               show_default=True)
-@options.format_option(default="text", choices=("text", "json"))
+@options.format_option()
 def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             quarantine_dir: Path | None, no_quarantine: bool, index_interval_bytes: int,
             fmt: str) -> int:
@@ -159,7 +167,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                                  "reason": f"high watermark {hw} -> {plan.log_end_offset} (the "
                                            "broker clamps it to the log end at load)"})
                     changed += 1
-            report.append({"partition": str(part.path), "recoveryPoint": rp,
+            report.append({**partition_fields(part), "recoveryPoint": rp,
                            "logEndOffset": plan.log_end_offset, "actions": rows,
                            "problems": probs})
             if fmt == "text" and (rows or probs):
@@ -172,9 +180,8 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 update_offsets(cp, updates, replace_corrupt=True)
             for log_dir, updates in hw_updates.items():
                 update_offsets(log_dir / naming.REPLICATION, updates)
-    if fmt == "json":
-        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+    if fmt != "text":
+        write_report(fmt, {"dryRun": dry_run}, report, LISTS)
     elif not changed and not problems and not settings.quiet:
         out.write("nothing to do\n")
     if problems or (dry_run and changed):

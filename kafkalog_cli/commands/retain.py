@@ -11,9 +11,10 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs, quarantines
-from kafkalog_cli.errors import CorruptDataError, UsageError
+from kafkalog_cli.commands.common import lock_dirs, partition_fields, quarantines
+from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
 from kafkalog_cli.output.console import settings
+from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets
 from kafkalog_cli.storage.logdir import open_target
@@ -26,7 +27,9 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
         return {}
     try:
         data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as e:
+    except OSError as e:  # what cannot be opened is operational, as for a PATH
+        raise LogDirIOError(f"{path}: cannot read the topic settings: {e.strerror}") from None
+    except orjson.JSONDecodeError as e:
         raise UsageError(f"{path}: cannot read the topic settings: {e}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise UsageError(f"{path}: expected {{\"topic\": {{\"retention.ms\": N, ...}}, ...}}")
@@ -65,7 +68,7 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
 @click.option("--no-quarantine", is_flag=True,
               help="Really delete (frees the space; by default deleted segments are moved to "
                    "the quarantine folder).")
-@options.format_option(default="text", choices=("text", "json"))
+@options.format_option()
 def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
             log_start_offset: int | None, topic_config: Path | None, now_ms: int | None,
             delete_delay: int, ignore_high_watermark: bool, max_future_ms: int | None,
@@ -97,7 +100,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
             if part.topic_error is not None:  # its log start entry cannot be written
                 skipped = True
                 why = f"{part.topic_error} (rename the dir)"
-                summary.append({"partition": str(part.path), "skipped": why, "dryRun": dry_run})
+                summary.append({**partition_fields(part), "skipped": why, "dryRun": dry_run})
                 if fmt == "text":
                     out.write(f"skipped {part.path}: {why}\n")
                 continue
@@ -125,7 +128,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
             if not dry_run:
                 apply_retention(plan, q, delete_now=delete_delay == 0, log_dir=log_dir)
                 swept = remove_deleted(part.path, q, older_than_ms=delete_delay, log_dir=log_dir)
-            entry = {"partition": str(part.path), "deleted": [v.as_dict() for v in plan.victims],
+            entry = {**partition_fields(part), "deleted": [v.as_dict() for v in plan.victims],
                      "rolled": plan.roll_at, "logStartOffset": plan.new_log_start,
                      "removedDeletedFiles": [str(p) for p in swept], "notes": plan.notes,
                      "dryRun": dry_run}
@@ -140,7 +143,6 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                               f"{plan.roll_at} in {part.path}\n")
                 for note in [] if settings.quiet else plan.notes:
                     out.write(f"note: {note}\n")
-    if fmt == "json":
-        out.write(orjson.dumps({"now": now, "partitions": summary},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+    if fmt != "text":
+        write_report(fmt, {"now": now}, summary, {"deleted": "deleted"})
     return 4 if skipped else 0

@@ -13,7 +13,7 @@ from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.commands import options
 from kafkalog_cli.errors import EXIT_UNFIXED
 from kafkalog_cli.output.console import warn
-from kafkalog_cli.output.render import make_renderer
+from kafkalog_cli.output.render import exploding, make_renderer
 from kafkalog_cli.storage.logdir import open_target
 from kafkalog_cli.storage.transactions import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
@@ -23,6 +23,8 @@ from kafkalog_cli.storage.transactions import (
 
 Row = dict[str, Any]
 MINUTE_MS = 60_000
+# csv and tables: a row per partition, then one per open and per aborted transaction
+FLATTEN = exploding({"open": "open", "aborted": "aborted"})
 
 
 def abort_command(bootstrap: str, topic: str, partition: int, start_offset: int) -> str:
@@ -93,7 +95,7 @@ def text_line(row: Row) -> str:
 @click.command("txn", epilog="Exit codes: 0 no hanging transaction, 4 hanging transactions "
                "found (or damage while reading), 8 operational error, 16 usage error.")
 @options.paths_argument
-@options.format_option(default="text", choices=("text", "json"))
+@options.format_option()
 @click.option("--now", "now", type=options.TimeType(),
               help="The time ages are measured at (epoch ms or ISO-8601; default: the clock).")
 @click.option("--max-transaction-timeout", type=click.IntRange(1),
@@ -129,7 +131,7 @@ def command(paths: tuple[str, ...], fmt: str, now: int | None, max_transaction_t
             warn(f"{where}: byte {d.position}: {d.reason} [{d.code}]")
         return on_damage
 
-    out = make_renderer(fmt, text_line)
+    out = make_renderer(fmt, text_line, flatten=FLATTEN)
     hanging = 0
     for p in paths:
         for part in open_target(p).partitions():

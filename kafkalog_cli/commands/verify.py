@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.snapshot import decode_snapshot
@@ -16,7 +15,7 @@ from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import partition_bytes
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.output.console import paint, progress, settings
-from kafkalog_cli.output.render import make_renderer
+from kafkalog_cli.output.render import make_renderer, write_document
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.check import (
     CheckOptions,
@@ -147,8 +146,7 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
                                "warnings": f.count(WARNING), "info": f.count(INFO)}
     out = sys.stdout.buffer
     if fmt == "json":
-        out.write(orjson.dumps({"findings": [x.as_dict() for x in f.items], "summary": summary},
-                               option=orjson.OPT_INDENT_2) + b"\n")
+        write_document({"findings": [x.as_dict() for x in f.items], "summary": summary})
     elif fmt == "text":
         shown = [x for x in f.items if show_all or x.severity != INFO]
         shown.sort(key=lambda x: _SEVERITY_RANK[x.severity])
@@ -160,9 +158,10 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
                        f"{stats.batches} batches{recs}, {stats.bytes} bytes: "
                        f"{summary['errors']} errors, {summary['warnings']} warnings, "
                        f"{summary['info']} info\n").encode())
-    else:
+    else:  # rows: every finding, then the summary
         r = make_renderer(fmt, lambda row: None)
         for x in f.items:
-            r.row(x.as_dict())
+            r.row({"kind": "finding", **x.as_dict()})
+        r.row({"kind": "summary", **summary})
         r.close()
     return EXIT_UNFIXED if f.count(ERROR) else 0

@@ -219,10 +219,18 @@ class Target:
                 for p in ld.partitions + (ld.linked if linked else [])]
 
 
+def require_exists(path: str | Path) -> None:
+    """A PATH that does not exist is operational, as fsck(8) treats what it cannot open (8);
+    one that exists but holds no Kafka data is a usage error (16)."""
+    p = Path(path)
+    if not p.exists():
+        dangling = " (a symlink to nothing)" if p.is_symlink() else ""
+        raise LogDirIOError(f"{p}: no such file or directory{dangling}")
+
+
 def open_target(path: str | Path) -> Target:
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise UsageError(f"{p}: no such file or directory")
+    require_exists(p)
     if p.is_file():
         return Target(p, "file")
     if not p.is_dir():

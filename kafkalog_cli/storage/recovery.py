@@ -53,7 +53,7 @@ class Action:
         if self.to is not None:
             d["to"] = str(self.to)
         if self.start is not None:
-            d["bytes"] = [self.start, self.end]
+            d["positions"] = [self.start, self.end]  # the byte range cut
         if self.offsets is not None:
             d["offsets"] = list(self.offsets)
         if self.records is not None:

@@ -143,8 +143,9 @@ def test_find_by_time_agrees_with_a_brute_force_scan(tmp_path, seed):
                 break
         assert offset_for_time(part, t).offset == want, t
     out = run("find-by-time", ld, "-t", str(hi), "--format", "json")
-    assert json.loads(out.out) == [{"topic": "demo", "partition": 0, "timestamp": hi,
-                                    "offset": None}]
+    assert json.loads(out.out) == [{"topic": "demo", "partition": 0, "query": "timestamp",
+                                    "targetTimestamp": hi, "offset": None, "timestamp": None,
+                                    "leaderEpoch": None}]
 
 
 HOLD = """
