@@ -47,17 +47,19 @@ from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
 @click.option("--payload", type=click.Choice(["utf8", "base64"]), default="utf8",
               show_default=True,
               help="How keys, values and header values are written in the input.")
-@click.option("--separator", help="With --input-format lines: split key and value at this string.")
+@click.option("--separator", type=options.Bytes(),
+              help="With --input-format lines: split key and value at these bytes (the "
+                   "argument's own, UTF-8 or not).")
 @click.option("--codec", type=click.Choice(compression.NAMES), default="none", show_default=True)
-@click.option("--level", type=int, help=options.LEVEL_HELP)
+@click.option("--level", type=options.Int32(), help=options.LEVEL_HELP)
 @click.option("--batch-records", type=options.Int32(min=1), default=500, show_default=True)
 @click.option("--batch-bytes", type=options.Int32(min=1), default=16384, show_default=True,
               help="Close a batch before its records exceed this many bytes (producer batch.size).")
 @click.option("--timestamp-type", type=click.Choice(["create", "log-append"]), default="create",
               show_default=True)
-@click.option("--now", "now_ms", type=options.Int64(min=0),
-              help="Clock in epoch ms (LogAppendTime, default "
-              "record timestamps, segment.ms); default: the system clock.")
+@click.option("--now", "now_ms", type=options.Time(),
+              help="The clock (LogAppendTime, default record timestamps, segment.ms), epoch "
+                   "ms or ISO-8601; default: the system clock.")
 @click.option("--producer-id", type=options.Int64(min=0),
               help="Idempotent/transactional producer id.")
 @click.option("--producer-epoch", type=options.Int16(min=0), default=0, show_default=True)
@@ -71,33 +73,36 @@ from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
 @click.option("--coordinator-epoch", type=options.Int32(min=0), default=0, show_default=True)
 @click.option("--leader-epoch", type=options.Int32(min=-1), default=0, show_default=True,
               help="partitionLeaderEpoch of the batches (-1: unknown).")
-@click.option("--magic", type=click.IntRange(0, 2), default=2, show_default=True,
+@click.option("--magic", type=options.Int8(min=0, max=2), default=2, show_default=True,
               help="0 or 1 writes legacy message sets (fixtures for old formats).")
-@click.option("--segment-bytes", type=options.Int32(min=14), default=LogConfig.segment_bytes,
+@click.option("--segment-bytes", type=options.CONFIGS["segment.bytes"],
+              default=LogConfig.segment_bytes, show_default=True)
+@click.option("--segment-ms", type=options.CONFIGS["segment.ms"], default=LogConfig.segment_ms,
               show_default=True)
-@click.option("--segment-ms", type=options.Int64(min=1), default=LogConfig.segment_ms,
-              show_default=True)
-@click.option("--index-interval-bytes", type=options.Int32(min=0),
+@click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
               default=LogConfig.index_interval_bytes, show_default=True)
-@click.option("--segment-index-bytes", type=options.Int32(min=4),
+@click.option("--segment-index-bytes", type=options.CONFIGS["segment.index.bytes"],
               default=LogConfig.segment_index_bytes, show_default=True)
+@click.option("--create", is_flag=True,
+              help="Create LOGDIR if it does not exist (without it a mistyped LOGDIR is an "
+                   "error, not a new log dir).")
 @click.option("--fsync", is_flag=True, help="fsync data, indexes and directories as it goes.")
 @click.option("--clean-shutdown", is_flag=True, help="Also write .kafka_cleanshutdown.")
 def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
-            input_format: str, payload: str, separator: str | None, codec: str,
+            input_format: str, payload: str, separator: bytes | None, codec: str,
             level: int | None, batch_records: int, batch_bytes: int, timestamp_type: str,
             now_ms: int | None, producer_id: int | None, producer_epoch: int,
             base_sequence: int, transactional: bool, end_txn: str | None,
             coordinator_epoch: int, leader_epoch: int, magic: int, segment_bytes: int,
-            segment_ms: int, index_interval_bytes: int, segment_index_bytes: int, fsync: bool,
-            clean_shutdown: bool) -> int:
+            segment_ms: int, index_interval_bytes: int, segment_index_bytes: int, create: bool,
+            fsync: bool, clean_shutdown: bool) -> int:
     """Append records to partition T-P of LOGDIR, rolling segments and writing indexes,
     producer snapshots and checkpoints exactly as a broker does; the partition is left as a
     cleanly shut-down broker leaves it. Input is checked in full before anything is written.
 
     \b
     Examples:
-      echo '{"key": "k1", "value": "hello"}' | kafkalog append /tmp/ld --topic t --partition 0
+      echo '{"value": "hello"}' | kafkalog append /tmp/ld --create --topic t --partition 0
       kafkalog append /tmp/ld --topic t --partition 0 --input recs.jsonl --codec zstd
       seq 1000 | kafkalog append /tmp/ld --topic t --partition 0 --input-format lines
       kafkalog append /tmp/ld --topic t --partition 0 --input tx.jsonl \\
@@ -108,8 +113,10 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
     if magic < 2 and (transactional or end_txn or producer_id is not None or codec == "zstd"):
         raise UsageError("magic 0/1 has no producer fields, transactions or zstd")
     options.check_level(codec, level)
-    if separator == "":
+    if separator == b"":
         raise UsageError("--separator: the empty string splits nothing")
+    if not create and not logdir.is_dir():  # a mistyped LOGDIR must not become a log dir
+        raise LogDirIOError(f"{logdir}: no such log dir (pass --create to make a new one)")
     if logdir.is_dir() and any(naming.parse_file_name(p.name).kind is naming.FileKind.SEGMENT
                                for p in logdir.iterdir()):
         raise UsageError(f"{logdir}: is a partition dir (it holds segment files); give the log "

@@ -95,15 +95,14 @@ def _line_record(line: bytes, payload: str, separator: bytes | None, now_ms: int
     return now_ms, None, _payload(line, payload, where), []
 
 
-def read_records(f: IO[bytes], name: str, fmt: str, payload: str, separator: str | None,
+def read_records(f: IO[bytes], name: str, fmt: str, payload: str, separator: bytes | None,
                  now_ms: int, *, headers: bool = True) -> Iterator[Rec]:
     """Each record of `f`; UsageError naming `name:line` at the first that Kafka cannot
     store (`headers=False`: the message format has no headers)."""
-    sep = separator.encode("utf-8") if separator is not None else None
     for n, line in enumerate(f, start=1):
         where = f"{name}:{n}"
         line = line.rstrip(b"\r\n")
-        r = _line_record(line, payload, sep, now_ms, where) if fmt == "lines" else \
+        r = _line_record(line, payload, separator, now_ms, where) if fmt == "lines" else \
             _json_record(line, payload, now_ms, where)
         if r is None:
             continue

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.codec.layout import INT64_MAX
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import (
     lock_dirs,
@@ -24,6 +25,7 @@ from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.compaction import CleanerConfig, clean_round, cleanable_range, replay
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
+from kafkalog_cli.storage.offset_map import ENTRY
 from kafkalog_cli.storage.quarantine import Quarantine
 
 MAX_ROUNDS = 1000
@@ -38,21 +40,30 @@ MAX_ROUNDS = 1000
               shell_complete=options.complete_topic,
               help="In a log dir, compact these topics (repeatable). The tool cannot know a "
                    "topic's cleanup.policy, so a log dir needs --topic or --all.")
-@click.option("--all", "all_topics", is_flag=True, help="Compact every partition under PATH.")
-@click.option("--now", "now_ms", type=int, help="The clock, epoch ms (reproducible runs).")
-@click.option("--delete-retention-ms", type=click.IntRange(0), default=86_400_000,
-              show_default=True, help="How long tombstones and empty markers live.")
-@click.option("--min-compaction-lag-ms", type=click.IntRange(0), default=0, show_default=True)
-@click.option("--min-cleanable-ratio", type=click.FloatRange(0, 1), default=0.5,
-              show_default=True, help="Skip partitions whose dirty ratio is not above this.")
+@click.option("--all", "all_topics", is_flag=True,
+              help="Compact every partition under PATH (not with --topic).")
+@click.option("--now", "now_ms", type=options.Time(),
+              help="The clock, epoch ms or ISO-8601 (reproducible runs).")
+@click.option("--delete-retention-ms", type=options.CONFIGS["delete.retention.ms"],
+              default=86_400_000, show_default=True,
+              help="How long tombstones and empty markers live.")
+@click.option("--min-compaction-lag-ms", type=options.CONFIGS["min.compaction.lag.ms"],
+              default=0, show_default=True)
+@click.option("--min-cleanable-ratio", type=options.CONFIGS["min.cleanable.dirty.ratio"],
+              default=0.5, show_default=True,
+              help="Skip partitions whose dirty ratio is not above this.")
 @click.option("--force", is_flag=True, help="Clean even below --min-cleanable-ratio.")
-@click.option("--dedupe-buffer-size", type=click.IntRange(48), default=128 * 1024 * 1024,
-              show_default=True, help="Offset map memory (24 bytes per key); a round ends "
-                                      "when it fills and the next continues.")
-@click.option("--load-factor", type=click.FloatRange(0.01, 1), default=0.9, show_default=True)
-@click.option("--segment-bytes", type=click.IntRange(14), default=1024 * 1024 * 1024,
-              show_default=True, help="The topic's segment.bytes (limits merged segments).")
-@click.option("--max-rounds", type=click.IntRange(1), default=MAX_ROUNDS, show_default=True)
+@click.option("--dedupe-buffer-size", type=options.CONFIGS["log.cleaner.dedupe.buffer.size"],
+              default=128 * 1024 * 1024, show_default=True,
+              help="Offset map memory (24 bytes per key); a round ends when it fills and the "
+                   "next continues.")
+@click.option("--load-factor", type=options.CONFIGS["log.cleaner.io.buffer.load.factor"],
+              default=0.9, show_default=True,
+              help="How full the offset map may get (log.cleaner.io.buffer.load.factor).")
+@click.option("--segment-bytes", type=options.CONFIGS["segment.bytes"],
+              default=1024 * 1024 * 1024, show_default=True,
+              help="The topic's segment.bytes (limits merged segments).")
+@click.option("--max-rounds", type=options.Int32(min=1), default=MAX_ROUNDS, show_default=True)
 @click.option("--dry-run", is_flag=True,
               help="Report dirty ratio and what would go; change nothing.")
 @click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path))
@@ -75,7 +86,15 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
     """
     if quarantine_dir and no_quarantine:
         raise UsageError("--quarantine and --no-quarantine contradict each other")
+    if topics and all_topics:
+        raise UsageError("--topic and --all contradict each other: give one")
+    if dedupe_buffer_size // ENTRY * load_factor <= 1:  # LogCleaner's own requirement
+        raise UsageError(f"--dedupe-buffer-size {dedupe_buffer_size} at --load-factor "
+                         f"{load_factor} holds fewer than 2 keys: give more memory")
     now = now_ms if now_ms is not None else int(time.time() * 1000)
+    if now + delete_retention_ms > INT64_MAX:  # the delete horizon a batch header carries
+        raise UsageError(f"--delete-retention-ms: {delete_retention_ms} after --now {now} is "
+                         f"past {INT64_MAX} (the INT64 delete horizon of a batch)")
     cfg = CleanerConfig(dedupe_buffer_size=dedupe_buffer_size, load_factor=load_factor,
                         delete_retention_ms=delete_retention_ms,
                         min_compaction_lag_ms=min_compaction_lag_ms,

@@ -326,21 +326,24 @@ def _record_text(row: Row, print_data: bool) -> str:
 @click.option("--no-batches", is_flag=True, help="With --records, print only records.")
 @options.format_option()
 @options.payload_option
-@click.option("--from-offset", type=click.IntRange(0),
+@click.option("--from-offset", type=options.Int64(min=0),
               help="First offset to show (seeks via the index).")
-@click.option("--to-offset", type=click.IntRange(0), help="Last offset to show (inclusive).")
-@click.option("--from-time", type=options.TimeType(),
+@click.option("--to-offset", type=options.Int64(min=0), help="Last offset to show (inclusive).")
+@click.option("--from-time", type=options.Time(),
               help="Earliest timestamp (epoch ms or ISO-8601).")
-@click.option("--to-time", type=options.TimeType(), help="Latest timestamp (inclusive).")
-@click.option("--key", "key_filter", help="Only records with this key (UTF-8); implies --records.")
-@click.option("--producer-id", type=int, help="Only batches of this producer id.")
+@click.option("--to-time", type=options.Time(), help="Latest timestamp (inclusive).")
+@click.option("--key", "key_filter", type=options.Bytes(),
+              help="Only records with this key: the argument's bytes, UTF-8 or not; implies "
+                   "--records.")
+@click.option("--producer-id", type=options.Int64(min=-1),
+              help="Only batches of this producer id (-1: batches with none).")
 @click.option("--only", type=click.Choice(["all", "data", "control"]), default="all",
               show_default=True, help="Only data batches or only control batches.")
 @options.max_decompressed_option
 @decoding.decode_option
 def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_batches: bool,
             fmt: str, payload: str, from_offset: int | None, to_offset: int | None,
-            from_time: int | None, to_time: int | None, key_filter: str | None,
+            from_time: int | None, to_time: int | None, key_filter: bytes | None,
             producer_id: int | None, only: str, max_decompressed_bytes: int,
             decode: str = "auto") -> int:
     """Print the contents of log dirs, partition dirs or single files.
@@ -364,7 +367,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     records = with_records or print_data or key_filter is not None
     batches = not (no_batches and records)
     filters = Filters(from_offset, to_offset, from_time, to_time,
-                      None if key_filter is None else key_filter.encode(), producer_id, only)
+                      key_filter, producer_id, only)
     # every PATH is resolved (and refused) before the first row is printed
     targets = [(p, t07, None if t07 is not None else open_target(p))
                for p in paths for t07 in [find_target(p)]]

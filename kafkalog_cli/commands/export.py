@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.commands.options import Text
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import count_progress, note
 
@@ -62,16 +63,16 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.argument("out", type=click.Path(path_type=str))
 @click.option("--to", "fmt", type=click.Choice(["parquet", "json", "csv"]), required=True,
               help="Output format (a Spark output directory).")
-@click.option("--master", metavar="URL",
+@click.option("--master", type=Text(), metavar="URL",
               help="Spark master: local[*] (default), local[N], spark://..., yarn, k8s://..., "
                    "or sc://host:port for Spark Connect [env: SPARK_REMOTE].")
-@click.option("-o", "--option", "opts", multiple=True, metavar="KEY=VALUE",
+@click.option("-o", "--option", "opts", multiple=True, type=Text(), metavar="KEY=VALUE",
               help="A kafkalog source option, e.g. subscribe=orders, startingOffsets=..., "
                    "isolation.level=read_committed, minPartitions=64 (repeatable).")
 @click.option("--batches", is_flag=True, help="Batch headers instead of records (mode=batches).")
 @click.option("--payload", type=click.Choice(["base64", "hex", "utf8"]), default="base64",
               show_default=True, help="How json/csv write keys, values and header values.")
-@click.option("--partition-by", metavar="COLS",
+@click.option("--partition-by", type=Text(), metavar="COLS",
               help="Comma-separated columns to partition the output by (e.g. topic,partition).")
 @click.option("--overwrite", is_flag=True, help="Replace OUT if it exists.")
 def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,

@@ -46,12 +46,13 @@ def result_row(topic: str, partition: int, query: str, target: int | None,
 @click.command("find-by-time", epilog="Exit codes: 0 done (an offset of null means no record "
                "matches), 8 operational error, 16 usage error.")
 @options.paths_argument
-@click.option("--timestamp", "-t", "when", required=True, metavar="T",
+@click.option("--timestamp", "-t", "when", type=options.Time(specials=SPECIAL), required=True,
+              metavar="T",
               help="Epoch ms, ISO-8601 with a zone, or earliest / latest / max-timestamp.")
 @click.option("--topic", "topics", multiple=True, type=options.TopicName(),
               help="Only these topics (repeatable).")
 @options.format_option(default="auto")
-def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str) -> int:
+def command(paths: tuple[str, ...], when: int | str, topics: tuple[str, ...], fmt: str) -> int:
     """Find the earliest offset whose timestamp is at or after T, as a broker answers
     ListOffsets (time index, then offset index, then a scan of the batches).
 
@@ -68,12 +69,7 @@ def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str
     """
     if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7: no timestamps to search
         return v07.find_by_time(t07, when, fmt, result_row, _text)
-    target_ts: int | None = None
-    if when not in SPECIAL:
-        try:
-            target_ts = options.parse_time(when)
-        except click.BadParameter as e:
-            raise click.BadParameter(e.message, param_hint="--timestamp") from None
+    target_ts = when if isinstance(when, int) else None
     out = make_renderer(fmt, _text)
     for p in paths:
         for part in open_target(p).partitions():
@@ -98,6 +94,7 @@ def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str
                 assert target_ts is not None
                 found = offset_for_time(part, target_ts, log_start)
             out.row(result_row(part.topic, part.partition,
-                               when if target_ts is None else "timestamp", target_ts, found))
+                               "timestamp" if target_ts is not None else str(when), target_ts,
+                               found))
     out.close()
     return 0

@@ -29,10 +29,12 @@ def _text(row: dict[str, Any]) -> str:
                "8 operational error (e.g. the log dir lock is held), 16 usage error."
                + options.NO_LINKS)
 @options.paths_argument
-@click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,
-              show_default=True, help="The topic's index.interval.bytes.")
-@click.option("--segment-index-bytes", type=click.IntRange(8), default=DEFAULT_INDEX_BYTES,
-              show_default=True, help="The topic's segment.index.bytes (caps entries).")
+@click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
+              default=DEFAULT_INDEX_INTERVAL, show_default=True,
+              help="The topic's index.interval.bytes.")
+@click.option("--segment-index-bytes", type=options.CONFIGS["segment.index.bytes"],
+              default=DEFAULT_INDEX_BYTES, show_default=True,
+              help="The topic's segment.index.bytes (caps entries).")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @options.format_option()
 def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_bytes: int,

@@ -37,15 +37,11 @@ from kafkalog_cli.storage.writer import LogConfig
 MAPPING_COLUMNS = ["topic", "partition", "byteOffset", "newOffset"]
 
 
-def _timestamp(value: str) -> tuple[int, bool]:
-    if value == "none":
-        return NO_TIMESTAMP, False
-    if value == "mtime":
-        return NO_TIMESTAMP, True
-    try:
-        return options.parse_time(value), False
-    except click.BadParameter as e:
-        raise click.BadParameter(e.message, param_hint="--timestamp") from None
+def _timestamp(value: int | str) -> tuple[int, bool]:
+    """--timestamp (epoch ms, or none / mtime) as (timestamp, take each file's mtime)."""
+    if isinstance(value, int):
+        return value, False
+    return NO_TIMESTAMP, value == "mtime"
 
 
 STAGING = ".kafkalog-migrating"
@@ -97,22 +93,23 @@ def _undo_finish(stage: Path, out: Path) -> None:
                "before anything is written), 16 usage error.")
 @click.argument("source", type=click.Path(path_type=Path))
 @click.argument("out", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--start-offset", type=click.IntRange(0), default=0, show_default=True,
+@click.option("--start-offset", type=options.Int64(min=0), default=0, show_default=True,
               help="Offset of the first migrated message.")
 @click.option("--topic", type=options.TopicName(),
               help="Topic name in OUT (default: the 0.7 one; SOURCE must hold one topic).")
 @click.option("--codec", type=click.Choice(["keep", *NAMES]), default="keep", show_default=True,
               help="keep: plain entries stay uncompressed, each compressed wrapper becomes one "
                    "batch with its codec.")
-@click.option("--batch-records", type=click.IntRange(1), default=500, show_default=True,
+@click.option("--batch-records", type=options.Int32(min=1), default=500, show_default=True,
               help="Most plain 0.7 messages grouped into one v2 batch.")
-@click.option("--timestamp", "timestamp", default="none", show_default=True,
+@click.option("--timestamp", "timestamp", type=options.Time(specials=("none", "mtime")),
+              default="none", show_default=True,
               metavar="none|mtime|T", help="Record timestamps: none (-1; 0.7 had none, so "
               "retention falls back to file times), mtime (each 0.7 segment file's), or epoch "
               "ms / ISO-8601.")
-@click.option("--segment-bytes", type=click.IntRange(14), default=LogConfig.segment_bytes,
-              show_default=True)
-@click.option("--index-interval-bytes", type=click.IntRange(0),
+@click.option("--segment-bytes", type=options.CONFIGS["segment.bytes"],
+              default=LogConfig.segment_bytes, show_default=True)
+@click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
               default=LogConfig.index_interval_bytes, show_default=True)
 @click.option("--mapping", "mapping_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the offset mapping to this file instead of standard output.")
@@ -120,9 +117,9 @@ def _undo_finish(stage: Path, out: Path) -> None:
 @click.option("--fsync", is_flag=True, help="fsync data, indexes and directories.")
 @options.max_decompressed_option
 def command(source: Path, out: Path, start_offset: int, topic: str | None, codec: str,
-            batch_records: int, timestamp: str, segment_bytes: int, index_interval_bytes: int,
-            mapping_path: Path | None, fsync: bool, max_decompressed_bytes: int,
-            fmt: str = "csv") -> int:
+            batch_records: int, timestamp: int | str, segment_bytes: int,
+            index_interval_bytes: int, mapping_path: Path | None, fsync: bool,
+            max_decompressed_bytes: int, fmt: str = "csv") -> int:
     """Write the Kafka 0.7 partitions of SOURCE (a partition dir or a log dir) as a current
     log dir OUT (new or empty): v2 batches, indexes, snapshots and checkpoints, offsets
     renumbered densely from --start-offset. Prints the offset mapping (CSV by default,

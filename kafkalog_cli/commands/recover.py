@@ -87,8 +87,8 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
               help="Where removed files and cut bytes go (default: "
                    "<log dir>/../.kafkalog-quarantine/<log dir name>/<UTC time>/).")
 @click.option("--no-quarantine", is_flag=True, help="Delete instead of quarantining.")
-@click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,
-              show_default=True)
+@click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
+              default=DEFAULT_INDEX_INTERVAL, show_default=True)
 @options.format_option()
 def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             quarantine_dir: Path | None, no_quarantine: bool, index_interval_bytes: int,

@@ -21,8 +21,12 @@ from kafkalog_cli.storage.logdir import open_target
 from kafkalog_cli.storage.naming import topic_name_error
 from kafkalog_cli.storage.retention import Policy, apply_retention, plan_retention, remove_deleted
 
+TOPIC_SETTINGS = ("retention.ms", "retention.bytes", "cleanup.policy")
+
 
 def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
+    """The per-topic settings of --topic-config, each checked as Kafka's ConfigDef checks it
+    (a value may be a JSON number or Kafka's own text form), before anything is read."""
     if path is None:
         return {}
     try:
@@ -33,10 +37,21 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
         raise UsageError(f"{path}: cannot read the topic settings: {e}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise UsageError(f"{path}: expected {{\"topic\": {{\"retention.ms\": N, ...}}, ...}}")
-    for topic in data:
+    for topic, settings_ in data.items():
         why = topic_name_error(topic)
         if why is not None:
             raise UsageError(f"{path}: {why}")
+        for key, value in settings_.items():
+            try:
+                if key == "cleanup.policy":
+                    settings_[key] = options.cleanup_policy(value)
+                elif key in TOPIC_SETTINGS:
+                    settings_[key] = options.CONFIGS[key].parse(value)
+                else:
+                    raise ValueError(f"not a setting retain applies (it takes "
+                                     f"{', '.join(TOPIC_SETTINGS)})")
+            except ValueError as e:
+                raise UsageError(f"{path}: {topic}: {key}: {e}") from None
     return data
 
 
@@ -46,21 +61,26 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
                "happened; --format json always prints a summary."
                + options.NO_LINKS)
 @options.paths_argument
-@click.option("--retention-ms", type=int, default=-1, show_default=True,
+@click.option("--retention-ms", type=options.CONFIGS["retention.ms"], default=-1,
+              show_default=True,
               help="retention.ms (-1: no time retention).")
-@click.option("--retention-bytes", type=int, default=-1, show_default=True,
+@click.option("--retention-bytes", type=options.CONFIGS["retention.bytes"], default=-1,
+              show_default=True,
               help="retention.bytes per partition (-1: no size retention).")
-@click.option("--log-start-offset", type=click.IntRange(0),
+@click.option("--log-start-offset", type=options.Int64(min=0),
               help="Delete segments entirely below this offset (default: the checkpoint).")
 @click.option("--topic-config", type=click.Path(dir_okay=False, path_type=Path),
               help='JSON: {"topic": {"retention.ms": N, "retention.bytes": N, '
-                   '"cleanup.policy": "delete|compact"}}; overrides the flags per topic.')
-@click.option("--now", "now_ms", type=int, help="The clock, epoch ms (reproducible runs).")
-@click.option("--delete-delay", type=click.IntRange(0), default=0, show_default=True,
+                   '"cleanup.policy": "delete|compact|compact,delete"}}; overrides the flags '
+                   'per topic; each value is checked as Kafka checks it.')
+@click.option("--now", "now_ms", type=options.Time(),
+              help="The clock, epoch ms or ISO-8601 (reproducible runs).")
+@click.option("--delete-delay", type=options.CONFIGS["file.delete.delay.ms"], default=0,
+              show_default=True,
               metavar="MS", help="Keep .deleted files this long; a later run removes them.")
 @click.option("--ignore-high-watermark", is_flag=True,
               help="Allow deleting past the high watermark in replication-offset-checkpoint.")
-@click.option("--max-future-ms", type=click.IntRange(0),
+@click.option("--max-future-ms", type=options.Int64(min=0),
               help="Segments whose largest timestamp is more than this far in the future use "
                    "their file mtime instead (a known reason time retention stalls).")
 @click.option("--dry-run", is_flag=True, help="Say what would be deleted; change nothing.")
@@ -106,9 +126,9 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                 continue
             q = qs.get(log_dir)
             cfg = per_topic.get(part.topic, {})
-            policy = Policy(int(cfg.get("retention.ms", retention_ms)),
-                            int(cfg.get("retention.bytes", retention_bytes)),
-                            cfg.get("cleanup.policy", "delete") == "compact")
+            policy = Policy(cfg.get("retention.ms", retention_ms),
+                            cfg.get("retention.bytes", retention_bytes),
+                            "delete" not in cfg.get("cleanup.policy", {"delete"}))
             try:
                 start = log_start_offset if log_start_offset is not None else \
                     read_offsets(log_dir / naming.LOG_START).get(part.key)

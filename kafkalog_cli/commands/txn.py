@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.commands import options
 from kafkalog_cli.errors import EXIT_UNFIXED
@@ -96,14 +97,16 @@ def text_line(row: Row) -> str:
                "found (or damage while reading), 8 operational error, 16 usage error.")
 @options.paths_argument
 @options.format_option()
-@click.option("--now", "now", type=options.TimeType(),
+@click.option("--now", "now", type=options.Time(),
               help="The time ages are measured at (epoch ms or ISO-8601; default: the clock).")
-@click.option("--max-transaction-timeout", type=click.IntRange(1),
+@click.option("--max-transaction-timeout",
+              type=options.Int32(min=1, max=INT32_MAX // MINUTE_MS,
+                                 unit="minutes; transaction.max.timeout.ms is an INT32 of ms"),
               default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MS // MINUTE_MS,
               show_default=True, metavar="MINUTES",
               help="An open transaction idle longer than this is hanging (as "
                    "kafka-transactions.sh find-hanging).")
-@click.option("--bootstrap-server", default="<host:port>", show_default=True,
+@click.option("--bootstrap-server", type=options.Text(), default="<host:port>", show_default=True,
               help="Put into the suggested kafka-transactions.sh abort commands.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also list partitions with no open or aborted transaction.")

@@ -330,7 +330,7 @@ def info(ts: list[Target07], fmt: str) -> int:
     return 0
 
 
-def find_by_time(ts: list[Target07], when: str, fmt: str,
+def find_by_time(ts: list[Target07], when: int | str, fmt: str,
                  result_row: Callable[..., Row], text: Callable[[Row], str]) -> int:
     """earliest and latest only; `result_row` and `text` are find-by-time's own."""
     if when not in ("earliest", "latest"):

@@ -100,8 +100,9 @@ def _text(fd: Finding) -> str:
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local",
               show_default=True, help="Check partition dirs in this process, or in Spark "
                                       "tasks (pip install 'kafkalog[spark]'); same findings.")
-@click.option("--master", metavar="URL", help="Spark master for --engine spark: local[*] "
-              "(default), spark://..., yarn, sc://host:port [env: SPARK_REMOTE].")
+@click.option("--master", type=options.Text(), metavar="URL",
+              help="Spark master for --engine spark: local[*] (default), spark://..., yarn, "
+                   "sc://host:port [env: SPARK_REMOTE].")
 def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
             max_decompressed_bytes: int, engine: str = "local",
             master: str | None = None) -> int:
