@@ -38,8 +38,8 @@ def one_error(r):
 def template(tmp_path_factory):
     """A log dir at log end 100, cleanly shut down (the issue's starting point)."""
     ld = tmp_path_factory.mktemp("bad-input") / "ld"
-    r = run("append", ld, "--topic", "t", "--partition", "0", "--input-format", "lines",
-            "--clean-shutdown", stdin=b"".join(b"%d\n" % i for i in range(100)))
+    r = run("append", ld, "--create", "--topic", "t", "--partition", "0", "--input-format",
+            "lines", "--clean-shutdown", stdin=b"".join(b"%d\n" % i for i in range(100)))
     assert r.code == 0, r.err
     return ld
 
@@ -85,7 +85,8 @@ def refused(ld, args, stdin=GOOD):
     (["--level", "18", "--codec", "lz4"], ["--level:", "[1, 17]", "lz4"]),
     (["--level", "23", "--codec", "zstd"], ["--level:", "[-131072, 22]", "zstd"]),
     (["--level", "-131073", "--codec", "zstd"], ["--level:", "[-131072, 22]"]),
-    (["--level", str(2**40), "--codec", "zstd"], ["--level:", "zstd"]),
+    (["--level", str(2**20), "--codec", "zstd"], ["--level:", "[-131072, 22]", "zstd"]),
+    (["--level", str(2**40), "--codec", "zstd"], ["--level:", f"[{-INT32 - 1}, {INT32}]", "INT32"]),
     (["--level", "3"], ["--level:", "none takes no compression level"]),
     (["--level", "3", "--codec", "snappy"], ["--level:", "snappy"]),
     (["--level", "99", "--codec", "gzip", "--magic", "1"], ["--level:", "gzip"]),
@@ -137,7 +138,7 @@ def test_a_topic_name_kafka_refuses_writes_nothing(logdir, topic):
 
 @pytest.mark.parametrize("topic", ["x" * 249, "a.b_c-D9", "..."])
 def test_topic_names_kafka_takes_are_taken(tmp_path, topic):
-    r = run("append", tmp_path / "ld", "--topic", topic, "--partition", "0",
+    r = run("append", tmp_path / "ld", "--create", "--topic", topic, "--partition", "0",
             stdin=b'{"value": "v"}\n')
     assert r.code == 0, r.err
     assert (tmp_path / "ld" / f"{topic}-0").is_dir()
@@ -190,7 +191,7 @@ def test_timestamps_at_both_ends_of_int64_are_stored_as_given(tmp_path):
     # -1 then INT64 max: a delta the record's varlong cannot hold, so they go in two batches
     stdin = b"".join(json.dumps({"value": str(t), "timestamp": t}).encode() + b"\n"
                      for t in (-1, INT64, 0, -1))
-    r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "0", stdin=stdin)
+    r = run("append", tmp_path / "ld", "--create", "--topic", "t", "--partition", "0", stdin=stdin)
     assert r.code == 0, r.err
     out = run("dump", tmp_path / "ld" / "t-0", "--records", "--format", "jsonl")
     rows = [json.loads(x) for x in out.out.splitlines()]
@@ -200,7 +201,8 @@ def test_timestamps_at_both_ends_of_int64_are_stored_as_given(tmp_path):
 
 
 def test_lines_that_are_not_utf8_are_stored_as_they_are(tmp_path):
-    r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "0", "--input-format",
+    r = run("append", tmp_path / "ld", "--create", "--topic", "t", "--partition", "0",
+            "--input-format",
             "lines", "--separator", ":", stdin=b"a\xff\xfeb\nk\xc3:\xffv\n")
     assert r.code == 0, r.err
     out = run("dump", tmp_path / "ld" / "t-0", "--records", "--no-batches", "--format",

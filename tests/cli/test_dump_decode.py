@@ -126,7 +126,8 @@ def share_state_dir(tmp_path):
     lines = "".join(json.dumps({"key": base64.b64encode(k).decode(),
                                 "value": v and base64.b64encode(v).decode()}) + "\n"
                     for k, v in rows)
-    r = run("append", tmp_path / "ld", "--topic", "__share_group_state", "--partition", "0",
+    r = run("append", tmp_path / "ld", "--create", "--topic", "__share_group_state", "--partition",
+            "0",
             "--payload", "base64", stdin=lines.encode())
     assert r.code == 0, r.err
     return tmp_path / "ld" / "__share_group_state-0"

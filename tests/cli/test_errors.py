@@ -143,11 +143,13 @@ def test_bad_append_input_writes_nothing(tmp_path):
     for bad in (b'{"value": "ok"}\nnot json\n', b'{"key": 5}\n', b'[1, 2]\n',
                 b'{"value": "x", "timestamp": "noon"}\n',
                 b'{"value": "x", "headers": [{"value": "no key"}]}\n'):
-        r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "0", stdin=bad)
+        r = run("append", tmp_path / "ld", "--create", "--topic", "t", "--partition", "0",
+                stdin=bad)
         check(r, {USAGE})
         assert ":1:" in r.err or ":2:" in r.err  # names the line
         assert not (tmp_path / "ld").exists()
-    r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "0", "--payload", "base64",
+    r = run("append", tmp_path / "ld", "--create", "--topic", "t", "--partition", "0", "--payload",
+            "base64",
             stdin=b'{"value": "***"}\n')
     check(r, {USAGE})
 

@@ -78,7 +78,8 @@ def test_find_by_time_prints_the_query_and_the_found_record(sample):
 def test_find_by_time_leader_epochs_as_list_offsets(tmp_path):
     ld = tmp_path / "ld"
     for epoch, value in ((3, "a"), (5, "b")):
-        r = run("append", ld, "--topic", "t", "--partition", "0", "--leader-epoch", epoch,
+        r = run("append", ld, "--create", "--topic", "t", "--partition", "0", "--leader-epoch",
+                epoch,
                 "--now", 1000 * epoch, stdin=f'{{"value": "{value}"}}\n'.encode())
         assert r.code == 0, r.err
     (ld / "t-0" / "leader-epoch-checkpoint").write_text("0\n2\n3 0\n5 1\n")

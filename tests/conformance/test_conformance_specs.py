@@ -247,7 +247,7 @@ def decoded(cases, tmp_path_factory) -> dict[str, tuple[Path, list[tuple[Case, d
                  for c in mine]
         src = root / f"{kind}.jsonl"
         src.write_text("\n".join(lines) + "\n")
-        res = run_kafkalog("append", root / "ld", "--topic", topic, "--partition", "0",
+        res = run_kafkalog("append", root / "ld", "--create", "--topic", topic, "--partition", "0",
                            "--input", src, "--payload", "base64", "--now", "1700000000000")
         assert res.returncode == 0, res.describe()
         part = root / "ld" / f"{topic}-0"
