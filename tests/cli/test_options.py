@@ -307,3 +307,25 @@ def test_append_create_makes_the_log_dir(tmp_path):
     assert (ld / "t-0").is_dir()
     code, _, err = kafkalog("verify", ld)
     assert code == 0, err
+
+
+# -- export -o: the Spark source's own options, with the same widths ---------------------------
+
+@pytest.mark.parametrize(("opts", "wanted"), [
+    ({"minPartitions": "٣"}, "option minPartitions: expected an integer"),
+    ({"minPartitions": "1_0"}, "option minPartitions: expected an integer"),
+    ({"minPartitions": str(2**31)}, f"option minPartitions: {2**31} is out of range [1, "),
+    ({"startingTimestamp": str(2**63)}, f"out of range [0, {INT64}]"),
+    ({"startingTimestamp": "-1"}, "option startingTimestamp: -1 is out of range"),
+    ({"startingOffsets": '{"demo": {"0": 1e30}}'}, "expected an integer"),
+    ({"startingOffsets": '{"demo": {"0": true}}'}, "expected an integer"),
+    ({"startingOffsets": '{"demo": {"4294967296": 0}}'}, "4294967296 is out of range [0, "),
+    ({"assign": '{"demo": [-1]}'}, "option assign: -1 is out of range"),
+    ({"maxDecompressedBytes": "0"}, "option maxDecompressedBytes: 0 is out of range [1, "),
+])
+def test_spark_source_options_take_ascii_integers_of_kafkas_widths(opts, wanted):
+    from kafkalog_cli.spark.options import OptionError, parse
+
+    with pytest.raises(OptionError) as e:
+        parse({"path": str(FIXTURE), **opts})
+    assert wanted in str(e.value)
