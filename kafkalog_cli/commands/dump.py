@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.codec.batch_v2 import decrement_sequence
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.entry import Batch
@@ -18,7 +19,7 @@ from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import decoding, options, v07
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
-from kafkalog_cli.output.console import warn
+from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
@@ -177,10 +178,13 @@ class Dumper:
         base = fn.offset if fn.offset is not None else 0
         if kind == "index-entry":
             idx = OffsetIndex.read(path, base)
+            if not idx.slots:
+                out.text(f"{path} is empty.")
             for off, pos in idx.entries:
                 out.row({"kind": "index-entry", "file": file, "offset": off, "position": pos})
             if idx.untrimmed:
-                out.text(f"({len(idx.slots) - idx.used} zero-filled preallocated slots not shown)")
+                note(f"{path}: {len(idx.slots) - idx.used} zero-filled preallocated slots not "
+                     "shown")
         elif kind == "timeindex-entry":
             tidx = TimeIndex.read(path, base)
             for ts, off in tidx.entries:
@@ -275,11 +279,7 @@ def text_line(row: Row, print_data: bool = False) -> str | None:
                 f"{row['firstOffset']} lastOffset: {row['lastOffset']} lastStableOffset: "
                 f"{row['lastStableOffset']}")
     if kind == "producer":
-        return (f"producerId: {row['producerId']} producerEpoch: {row['producerEpoch']} "
-                f"coordinatorEpoch: {row['coordinatorEpoch']} currentTxnFirstOffset: "
-                f"{row['currentTxnFirstOffset']} lastTimestamp: {row['lastTimestamp']} "
-                f"lastSequence: {row['lastSequence']} lastOffset: {row['lastOffset']} "
-                f"offsetDelta: {row['offsetDelta']}")
+        return _producer_text(row)
     if kind == "leader-epoch":
         return f"epoch: {row['epoch']} startOffset: {row['startOffset']}"
     if kind == "checkpoint-entry":
@@ -287,6 +287,26 @@ def text_line(row: Row, print_data: bool = False) -> str | None:
     if kind == "file":
         return str(row["content"])
     return None
+
+
+def _optional_long(v: int) -> str:
+    """Java's OptionalLong.toString: a negative value is Kafka's "none"."""
+    return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
+
+
+def _producer_text(row: Row) -> str:
+    """A producer snapshot entry as ProducerStateManager.readSnapshot gives it: its last
+    batch's metadata only when it has a last offset."""
+    line = (f"producerId: {row['producerId']} producerEpoch: {row['producerEpoch']} "
+            f"coordinatorEpoch: {row['coordinatorEpoch']} currentTxnFirstOffset: "
+            f"{_optional_long(row['currentTxnFirstOffset'])} lastTimestamp: "
+            f"{row['lastTimestamp']}")
+    if row["lastOffset"] < 0:
+        return line
+    first = decrement_sequence(row["lastSequence"], row["offsetDelta"])
+    return (f"{line} firstSequence: {first} lastSequence: {row['lastSequence']} lastOffset: "
+            f"{row['lastOffset']} offsetDelta: {row['offsetDelta']} timestamp: "
+            f"{row['lastTimestamp']}")
 
 
 def _record_text(row: Row, print_data: bool) -> str:
@@ -297,7 +317,7 @@ def _record_text(row: Row, print_data: bool) -> str:
         keys = ",".join(h["key"] for h in row["headers"])
         parts.append(f" sequence: {row['sequence']} headerKeys: [{keys}]")
     else:
-        parts.append(f" isValid: true crc: {row['crc']}}}")
+        parts.append(f" isValid: true crc: {row['crc']}")
     control = row.get("control")
     if control and decoding.control_text(control):
         parts.append(decoding.control_text(control) or "")
@@ -375,7 +395,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     d.sizes = fmt == "text"
     if fmt == "jsonl":
         d.fast_jsonl = jsonl_writer(payload)
-    d.decoding = decoding.Decoding(decode)
+    d.decoding = decoding.Decoding(decode, kafka_text=fmt == "text")
     try:
         for p, t07, target in targets:
             if t07 is not None:  # Kafka 0.7 .kafka segments
