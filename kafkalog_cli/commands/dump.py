@@ -162,6 +162,11 @@ class Dumper:
                          kraft_snapshot=path.name.endswith(".checkpoint"))
 
     def partition(self, part: PartitionDir) -> None:
+        # the bootstrap snapshot a Kafka 4 format writes for a dynamic quorum: what the
+        # metadata log starts from (other KRaft snapshots are dumped when named)
+        for fn in part.kraft_snapshots:
+            if naming.is_bootstrap_snapshot(fn):
+                self.log_file(part.path / fn.name, None)
         for seg, start in segments_in_range(part, self.f.from_offset, self.f.to_offset):
             path = seg.log_path
             self.out.text(f"Dumping {path}")
