@@ -256,7 +256,8 @@ def _jbool(v: bool) -> str:
 
 
 def text_line(row: Row, print_data: bool = False) -> str | None:
-    """kafka-dump-log's line shapes, so existing greps keep working."""
+    """Kafka 4.3's kafka-dump-log lines (tests/conformance/test_conformance_dump4.py), so
+    existing greps keep working."""
     kind = row["kind"]
     if kind == "batch":
         ts = f"{row['timestampType']}: {row['maxTimestamp']}"
@@ -371,11 +372,11 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     """Print the contents of log dirs, partition dirs or single files.
 
     PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
-    .snapshot or .checkpoint file, a checkpoint file, a partition dir or a whole log dir.
-    Text output uses kafka-dump-log's line format; json, jsonl, csv and table carry Kafka's
-    field names (docs/json.md) and every field: with --records, batches and records share one
-    csv header, the union of their columns (`kind` tells the rows apart); --no-batches
-    prints records only.
+    .snapshot or .checkpoint file (an index of remote-log-index-cache/ too), a checkpoint
+    file, a partition dir or a whole log dir. Text output is Kafka 4.3's kafka-dump-log's,
+    line for line; json, jsonl, csv and table carry Kafka's field names (docs/json.md) and
+    every field: with --records, batches and records share one csv header, the union of
+    their columns (`kind` tells the rows apart); --no-batches prints records only.
 
     \b
     Examples:
