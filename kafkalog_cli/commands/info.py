@@ -15,9 +15,9 @@ from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.overview import lock_state, partition_info
 
 Row = dict[str, Any]
+BOOTSTRAP_SNAPSHOT = naming.kraft_snapshot_name(0, 0)
 # csv and tables: a row per log dir (or partition dir, or segment file named), then one per
 # partition
-BOOTSTRAP_SNAPSHOT = naming.kraft_snapshot_name(0, 0)
 FLATTEN = exploding({"partitions": "partition"}, carry=())
 ENTRY_KINDS = {"logdir": "logDir", "archive": "logDir", "partition": "partitionDir",
                "file": "segmentFile"}
@@ -60,10 +60,10 @@ def _text(entry: Row) -> str:
                             tablefmt="plain")]
     for x in entry["partitions"]:
         if x["kraftSnapshots"]:
-            names = x["kraftSnapshots"]
-            boot = " (the bootstrap snapshot)" if names[-1] == BOOTSTRAP_SNAPSHOT else ""
-            lines.append(f"{_name(x)}: {len(names)} KRaft snapshot"
-                         f"{'s' if len(names) > 1 else ''}, the last {names[-1]}{boot}")
+            last, n = x["lastKraftSnapshot"], x["kraftSnapshots"]
+            boot = " (the bootstrap snapshot)" if last == BOOTSTRAP_SNAPSHOT else ""
+            lines.append(f"{_name(x)}: {n} KRaft snapshot{'s' if n > 1 else ''}, the last "
+                         f"{last}{boot}")
     cache = entry.get("remoteIndexCache")
     if cache:
         lines.append(f"{naming.REMOTE_INDEX_CACHE}/: {cache['files']} cached index files of "

@@ -32,7 +32,7 @@ class PartitionInfo:
     magics: set[int] = field(default_factory=set)
     leftovers: list[str] = field(default_factory=list)
     state: str = ""  # "stray", "delete", "future": a dir the broker renamed
-    kraft_snapshots: list[str] = field(default_factory=list)
+    kraft_snapshots: list[str] = field(default_factory=list)  # complete ones, oldest first
 
     def as_dict(self) -> dict[str, Any]:
         """Machine output: camelCase, Kafka's names (docs/json.md)."""
@@ -43,7 +43,8 @@ class PartitionInfo:
                 "highWatermark": self.high_watermark, "firstTimestamp": self.first_timestamp,
                 "maxTimestamp": self.max_timestamp, "codecs": sorted(self.codecs),
                 "magics": sorted(self.magics), "leftovers": self.leftovers,
-                "state": self.state, "kraftSnapshots": self.kraft_snapshots}
+                "state": self.state, "kraftSnapshots": len(self.kraft_snapshots),
+                "lastKraftSnapshot": self.kraft_snapshots[-1] if self.kraft_snapshots else None}
 
 
 def lock_state(ld: LogDir) -> str:

@@ -204,7 +204,7 @@ def test_the_bootstrap_snapshot_is_verified_listed_and_dumped(sample):
     code, found = findings(sample)
     assert code == 0 and not_info(found) == [], not_info(found)
     p = partitions(sample)["__cluster_metadata-0"]
-    assert (p["segments"], p["kraftSnapshots"]) == (0, [snap.name])
+    assert (p["segments"], p["kraftSnapshots"], p["lastKraftSnapshot"]) == (0, 1, snap.name)
     assert (f"__cluster_metadata-0: 1 KRaft snapshot, the last {snap.name} (the bootstrap "
             "snapshot)") in run("info", sample).text
     r = run("dump", part, "--records")  # the partition dir: its bootstrap snapshot
