@@ -91,8 +91,10 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
     codecs, clean-shutdown and lock state, leftover files.
 
     PATH is a log dir, a partition dir or a segment file (that segment only). Every
-    partition is listed, empty ones too; start is the log start offset as a broker loads it
-    (the log-start-offset checkpoint, at least the first segment's base offset).
+    partition is listed, empty ones too (a -stray, -delete or -future dir by its name);
+    start is the log start offset as a broker loads it (the log-start-offset checkpoint, at
+    least the first segment's base offset unless a remote-log-index-cache/ shows tiered
+    storage). KRaft snapshots and tiered storage's index cache are listed under the table.
 
     \b
     Examples:
