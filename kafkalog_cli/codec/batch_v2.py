@@ -42,6 +42,11 @@ def increment_sequence(seq: int, n: int) -> int:
     return n - (INT32_MAX - seq) - 1 if seq > INT32_MAX - n else seq + n
 
 
+def decrement_sequence(seq: int, n: int) -> int:
+    """The inverse of increment_sequence (DefaultRecordBatch.decrementSequence)."""
+    return INT32_MAX - (n - seq) + 1 if seq < n else seq - n
+
+
 class RecordBatch:
     """A v2 batch over its bytes. The header is parsed eagerly, records on demand."""
 

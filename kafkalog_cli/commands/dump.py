@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.codec.batch_v2 import decrement_sequence
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.entry import Batch
@@ -18,7 +19,7 @@ from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import decoding, options, v07
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
-from kafkalog_cli.output.console import warn
+from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
@@ -161,6 +162,11 @@ class Dumper:
                          kraft_snapshot=path.name.endswith(".checkpoint"))
 
     def partition(self, part: PartitionDir) -> None:
+        # the bootstrap snapshot a Kafka 4 format writes for a dynamic quorum: what the
+        # metadata log starts from (other KRaft snapshots are dumped when named)
+        for fn in part.kraft_snapshots:
+            if naming.is_bootstrap_snapshot(fn):
+                self.log_file(part.path / fn.name, None)
         for seg, start in segments_in_range(part, self.f.from_offset, self.f.to_offset):
             path = seg.log_path
             self.out.text(f"Dumping {path}")
@@ -177,10 +183,13 @@ class Dumper:
         base = fn.offset if fn.offset is not None else 0
         if kind == "index-entry":
             idx = OffsetIndex.read(path, base)
+            if not idx.slots:
+                out.text(f"{path} is empty.")
             for off, pos in idx.entries:
                 out.row({"kind": "index-entry", "file": file, "offset": off, "position": pos})
             if idx.untrimmed:
-                out.text(f"({len(idx.slots) - idx.used} zero-filled preallocated slots not shown)")
+                note(f"{path}: {len(idx.slots) - idx.used} zero-filled preallocated slots not "
+                     "shown")
         elif kind == "timeindex-entry":
             tidx = TimeIndex.read(path, base)
             for ts, off in tidx.entries:
@@ -247,7 +256,8 @@ def _jbool(v: bool) -> str:
 
 
 def text_line(row: Row, print_data: bool = False) -> str | None:
-    """kafka-dump-log's line shapes, so existing greps keep working."""
+    """Kafka 4.3's kafka-dump-log lines (tests/conformance/test_conformance_dump4.py), so
+    existing greps keep working."""
     kind = row["kind"]
     if kind == "batch":
         ts = f"{row['timestampType']}: {row['maxTimestamp']}"
@@ -275,11 +285,7 @@ def text_line(row: Row, print_data: bool = False) -> str | None:
                 f"{row['firstOffset']} lastOffset: {row['lastOffset']} lastStableOffset: "
                 f"{row['lastStableOffset']}")
     if kind == "producer":
-        return (f"producerId: {row['producerId']} producerEpoch: {row['producerEpoch']} "
-                f"coordinatorEpoch: {row['coordinatorEpoch']} currentTxnFirstOffset: "
-                f"{row['currentTxnFirstOffset']} lastTimestamp: {row['lastTimestamp']} "
-                f"lastSequence: {row['lastSequence']} lastOffset: {row['lastOffset']} "
-                f"offsetDelta: {row['offsetDelta']}")
+        return _producer_text(row)
     if kind == "leader-epoch":
         return f"epoch: {row['epoch']} startOffset: {row['startOffset']}"
     if kind == "checkpoint-entry":
@@ -287,6 +293,26 @@ def text_line(row: Row, print_data: bool = False) -> str | None:
     if kind == "file":
         return str(row["content"])
     return None
+
+
+def _optional_long(v: int) -> str:
+    """Java's OptionalLong.toString: a negative value is Kafka's "none"."""
+    return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
+
+
+def _producer_text(row: Row) -> str:
+    """A producer snapshot entry as ProducerStateManager.readSnapshot gives it: its last
+    batch's metadata only when it has a last offset."""
+    line = (f"producerId: {row['producerId']} producerEpoch: {row['producerEpoch']} "
+            f"coordinatorEpoch: {row['coordinatorEpoch']} currentTxnFirstOffset: "
+            f"{_optional_long(row['currentTxnFirstOffset'])} lastTimestamp: "
+            f"{row['lastTimestamp']}")
+    if row["lastOffset"] < 0:
+        return line
+    first = decrement_sequence(row["lastSequence"], row["offsetDelta"])
+    return (f"{line} firstSequence: {first} lastSequence: {row['lastSequence']} lastOffset: "
+            f"{row['lastOffset']} offsetDelta: {row['offsetDelta']} timestamp: "
+            f"{row['lastTimestamp']}")
 
 
 def _record_text(row: Row, print_data: bool) -> str:
@@ -297,7 +323,7 @@ def _record_text(row: Row, print_data: bool) -> str:
         keys = ",".join(h["key"] for h in row["headers"])
         parts.append(f" sequence: {row['sequence']} headerKeys: [{keys}]")
     else:
-        parts.append(f" isValid: true crc: {row['crc']}}}")
+        parts.append(f" isValid: true crc: {row['crc']}")
     control = row.get("control")
     if control and decoding.control_text(control):
         parts.append(decoding.control_text(control) or "")
@@ -349,11 +375,11 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     """Print the contents of log dirs, partition dirs or single files.
 
     PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
-    .snapshot or .checkpoint file, a checkpoint file, a partition dir or a whole log dir.
-    Text output uses kafka-dump-log's line format; json, jsonl, csv and table carry Kafka's
-    field names (docs/json.md) and every field: with --records, batches and records share one
-    csv header, the union of their columns (`kind` tells the rows apart); --no-batches
-    prints records only.
+    .snapshot or .checkpoint file (an index of remote-log-index-cache/ too), a checkpoint
+    file, a partition dir or a whole log dir. Text output is Kafka 4.3's kafka-dump-log's,
+    line for line; json, jsonl, csv and table carry Kafka's field names (docs/json.md) and
+    every field: with --records, batches and records share one csv header, the union of
+    their columns (`kind` tells the rows apart); --no-batches prints records only.
 
     \b
     Examples:
@@ -378,7 +404,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     d.sizes = fmt == "text"
     if fmt == "jsonl":
         d.fast_jsonl = jsonl_writer(payload)
-    d.decoding = decoding.Decoding(decode)
+    d.decoding = decoding.Decoding(decode, kafka_text=fmt == "text")
     try:
         for p, t07, target in targets:
             if t07 is not None:  # Kafka 0.7 .kafka segments

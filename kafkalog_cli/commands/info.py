@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,6 +15,7 @@ from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.overview import lock_state, partition_info
 
 Row = dict[str, Any]
+BOOTSTRAP_SNAPSHOT = naming.kraft_snapshot_name(0, 0)
 # csv and tables: a row per log dir (or partition dir, or segment file named), then one per
 # partition
 FLATTEN = exploding({"partitions": "partition"}, carry=())
@@ -26,10 +28,13 @@ def report(paths: tuple[str, ...]) -> list[Row]:
     for t, parts, bases in partitions_of(paths):
         if t.log_dirs:
             for ld in t.log_dirs:
+                cache = ld.remote_index_cache
                 out.append({"kind": "logDir", "path": str(ld.path),
                             "cleanShutdown": naming.CLEAN_SHUTDOWN in ld.root_files,
                             "lock": lock_state(ld),
                             "unknownFiles": ld.unknown + [d + "/" for d in ld.bad_dirs],
+                            "remoteIndexCache": None if cache is None else {
+                                "files": len(cache.files), "bytes": cache.bytes},
                             "partitions": [partition_info(x).as_dict() for x in ld.partitions]})
         else:
             out.append({"kind": ENTRY_KINDS[t.kind], "path": str(t.path),
@@ -44,7 +49,7 @@ def _text(entry: Row) -> str:
     if "lock" in entry:
         head += (f"  clean shutdown: {'yes' if entry['cleanShutdown'] else 'no'}"
                  f"  lock: {entry['lock']}")
-    rows = [[f"{x['topic']}-{x['partition']}", x["segments"], _num(x["logStartOffset"]),
+    rows = [[_name(x), x["segments"], _num(x["logStartOffset"]),
              _num(x["logEndOffset"]), _num(x["recoveryPoint"]), _num(x["highWatermark"]),
              x["bytes"], human_time(x["firstTimestamp"]), human_time(x["maxTimestamp"]),
              ",".join(x["codecs"]) or "-", ",".join(x["leftovers"]) or "-"]
@@ -53,9 +58,24 @@ def _text(entry: Row) -> str:
                                            "hw", "bytes", "first ts", "max ts", "codecs",
                                            "leftovers"],
                             tablefmt="plain")]
+    for x in entry["partitions"]:
+        if x["kraftSnapshots"]:
+            last, n = x["lastKraftSnapshot"], x["kraftSnapshots"]
+            boot = " (the bootstrap snapshot)" if last == BOOTSTRAP_SNAPSHOT else ""
+            lines.append(f"{_name(x)}: {n} KRaft snapshot{'s' if n > 1 else ''}, the last "
+                         f"{last}{boot}")
+    cache = entry.get("remoteIndexCache")
+    if cache:
+        lines.append(f"{naming.REMOTE_INDEX_CACHE}/: {cache['files']} cached index files of "
+                     f"remote segments, {cache['bytes']} bytes (tiered storage)")
     if entry.get("unknownFiles"):
         lines.append("unknown: " + ", ".join(entry["unknownFiles"]))
     return "\n".join(lines) + "\n"
+
+
+def _name(x: Row) -> str:
+    """A partition's name; a dir the broker renamed (-stray, -delete, -future) by its own."""
+    return Path(x["path"]).name if x["state"] else f"{x['topic']}-{x['partition']}"
 
 
 def _num(v: int | None) -> str:
@@ -71,8 +91,10 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
     codecs, clean-shutdown and lock state, leftover files.
 
     PATH is a log dir, a partition dir or a segment file (that segment only). Every
-    partition is listed, empty ones too; start is the log start offset as a broker loads it
-    (the log-start-offset checkpoint, at least the first segment's base offset).
+    partition is listed, empty ones too (a -stray, -delete or -future dir by its name);
+    start is the log start offset as a broker loads it (the log-start-offset checkpoint, at
+    least the first segment's base offset unless a remote-log-index-cache/ shows tiered
+    storage). KRaft snapshots and tiered storage's index cache are listed under the table.
 
     \b
     Examples:

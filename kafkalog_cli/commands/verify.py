@@ -41,7 +41,10 @@ def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats,
         leos: dict[tuple[str, int], int | None] = {}
         firsts: dict[tuple[str, int], int] = {}
         for part in ld.partitions:
-            leos[part.key] = check_partition(part, f, opts, stats, advance)
+            leo = check_partition(part, f, opts, stats, advance)
+            if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
+                continue
+            leos[part.key] = leo
             if part.segments:
                 firsts[part.key] = part.segments[0].base_offset
         check_log_dir_files(ld, f, leos, firsts)

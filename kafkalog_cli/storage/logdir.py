@@ -48,6 +48,13 @@ class PartitionDir:
         return self.topic, self.partition
 
     @property
+    def state(self) -> str:
+        """"" for a live partition; "stray", "delete" or "future" for a dir a broker renamed
+        (`<topic>-<n>.<uuid>-stray`: no longer assigned to it, deleted later; `-delete`:
+        deleted, awaiting removal; `-future`: a replica moving in from another log dir)."""
+        return self.name.state if self.name else ""
+
+    @property
     def topic_error(self) -> str | None:
         """Why Kafka refuses this dir's topic name, or None. Such a partition's entry is
         written into no checkpoint: its line would not parse back."""
@@ -69,6 +76,17 @@ class PartitionDir:
 
 
 @dataclass
+class RemoteIndexCache:
+    """Tiered storage's `remote-log-index-cache/`: the indexes of remote segments a broker
+    fetched (RemoteIndexCache). A cache: the broker fetches what is missing again."""
+
+    path: Path
+    files: list[FileName] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # directories end in "/"
+    bytes: int = 0
+
+
+@dataclass
 class LogDir:
     path: Path
     partitions: list[PartitionDir] = field(default_factory=list)
@@ -76,6 +94,7 @@ class LogDir:
     unknown: list[str] = field(default_factory=list)
     bad_dirs: list[str] = field(default_factory=list)  # subdirs Kafka cannot parse
     linked: list[PartitionDir] = field(default_factory=list)  # symlinks named <topic>-<n>
+    remote_index_cache: RemoteIndexCache | None = None
     _checkpoints: dict[str, dict[tuple[str, int], int] | CorruptDataError] = field(
         default_factory=dict)
 
@@ -178,11 +197,26 @@ def _holds_segments(path: Path) -> bool:
         return False
 
 
+def scan_remote_index_cache(path: Path) -> RemoteIndexCache:
+    cache = RemoteIndexCache(path)
+    for entry in _listdir(path):
+        fn = naming.parse_file_name(entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            cache.unknown.append(entry.name + "/")
+        elif fn.kind is FileKind.REMOTE_INDEX and entry.is_file(follow_symlinks=False):
+            cache.files.append(fn)
+            cache.bytes += entry.stat(follow_symlinks=False).st_size
+        else:
+            cache.unknown.append(entry.name)
+    return cache
+
+
 def scan_log_dir(path: Path) -> LogDir:
     ld = LogDir(path)
     for entry in _listdir(path):
         if entry.is_dir(follow_symlinks=False):
             if entry.name == naming.REMOTE_INDEX_CACHE:
+                ld.remote_index_cache = scan_remote_index_cache(Path(entry.path))
                 continue
             if naming.parse_partition_dir(entry.name) is None:
                 ld.bad_dirs.append(entry.name)

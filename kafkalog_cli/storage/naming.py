@@ -2,8 +2,12 @@
 
 Segment files: `<base offset, 20 digits>.<log|index|timeindex|txnindex|snapshot>` with an
 optional `.cleaned`, `.swap` or `.deleted` suffix. KRaft snapshots:
-`<end offset 20>-<epoch 10>.checkpoint`. Partition dirs: `<topic>-<partition>`, or with
-`.<uuid32>-delete|-future|-stray` appended. Nobody else assembles or parses these names.
+`<end offset 20>-<epoch 10>.checkpoint` (`00000000000000000000-0000000000.checkpoint` is the
+bootstrap snapshot a Kafka 4 `format --standalone` writes, KIP-853/KIP-1170). Partition dirs:
+`<topic>-<partition>`, or with `.<uuid32>-delete|-future|-stray` appended. Tiered storage's
+`remote-log-index-cache/` (RemoteIndexCache) holds `<start offset>_<segment uuid>.index`,
+`.timeindex` and `.txnindex` of remote segments, `.deleted` or `.tmp` on their way in or out.
+Nobody else assembles or parses these names.
 
 Topic names follow Kafka's rule (org.apache.kafka.common.internals.Topic.validate): ASCII
 letters, digits, '.', '_' and '-', 1 to 249 characters, not "." or "..". A broker loads a
@@ -51,6 +55,9 @@ _SEGMENT_RE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snap
                          r"(\.cleaned|\.swap|\.deleted)?$")
 _KRAFT_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.deleted)?$")
 _KRAFT_PART_RE = re.compile(r"^(\d{20})-(\d{10})-.+\.checkpoint\.part$")
+# Uuid.toString: 16 bytes in URL-safe base64 without padding
+_REMOTE_INDEX_RE = re.compile(r"^(\d{1,19})_([A-Za-z0-9_-]{22})(\.index|\.timeindex|\.txnindex)"
+                              r"(\.deleted|\.tmp)?$")
 _DIR_SUFFIX_RE = {s: re.compile(r"^(\S+)-(\S+)\.(\S+)" + s + "$")
                   for s in ("-delete", "-future", "-stray")}
 
@@ -62,6 +69,7 @@ class FileKind(Enum):
     LEADER_EPOCH = "leader-epoch-checkpoint"
     PARTITION_METADATA = "partition.metadata"
     QUORUM_STATE = "quorum-state"
+    REMOTE_INDEX = "remote-index"  # in remote-log-index-cache/
     ROOT = "root"
     TMP = "tmp"
     UNKNOWN = "unknown"
@@ -71,9 +79,9 @@ class FileKind(Enum):
 class FileName:
     name: str
     kind: FileKind
-    offset: int | None = None  # base offset (segments), end offset (KRaft snapshots)
-    suffix: str | None = None  # .log, .index, ... for segment files
-    temp: str | None = None  # .cleaned / .swap / .deleted
+    offset: int | None = None  # base offset (segments, remote indexes), end offset (KRaft)
+    suffix: str | None = None  # .log, .index, ... for segment files and remote indexes
+    temp: str | None = None  # .cleaned / .swap / .deleted (remote indexes: .deleted / .tmp)
     epoch: int | None = None  # KRaft snapshot epoch
 
 
@@ -89,6 +97,9 @@ def parse_file_name(name: str) -> FileName:
     if m:
         return FileName(name, FileKind.KRAFT_SNAPSHOT_PART, int(m.group(1)),
                         epoch=int(m.group(2)))
+    m = _REMOTE_INDEX_RE.match(name)
+    if m:
+        return FileName(name, FileKind.REMOTE_INDEX, int(m.group(1)), m.group(3), m.group(4))
     if name == LEADER_EPOCH:
         return FileName(name, FileKind.LEADER_EPOCH)
     if name == PARTITION_METADATA:
@@ -100,6 +111,13 @@ def parse_file_name(name: str) -> FileName:
     if name.endswith(".tmp"):
         return FileName(name, FileKind.TMP)
     return FileName(name, FileKind.UNKNOWN)
+
+
+def is_bootstrap_snapshot(fn: FileName) -> bool:
+    """The KRaft snapshot at offset 0, epoch 0: what `kafka-storage format` writes for a
+    dynamic quorum (Kafka 4, KIP-853/KIP-1170); a controller's own snapshots end later."""
+    return fn.kind is FileKind.KRAFT_SNAPSHOT and fn.offset == 0 and fn.epoch == 0 and \
+        not fn.temp
 
 
 def segment_file_name(base_offset: int, suffix: str, temp: str = "") -> str:

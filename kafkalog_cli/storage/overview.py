@@ -31,6 +31,8 @@ class PartitionInfo:
     codecs: set[str] = field(default_factory=set)
     magics: set[int] = field(default_factory=set)
     leftovers: list[str] = field(default_factory=list)
+    state: str = ""  # "stray", "delete", "future": a dir the broker renamed
+    kraft_snapshots: list[str] = field(default_factory=list)  # complete ones, oldest first
 
     def as_dict(self) -> dict[str, Any]:
         """Machine output: camelCase, Kafka's names (docs/json.md)."""
@@ -40,7 +42,9 @@ class PartitionInfo:
                 "logEndOffset": self.log_end_offset, "recoveryPoint": self.recovery_point,
                 "highWatermark": self.high_watermark, "firstTimestamp": self.first_timestamp,
                 "maxTimestamp": self.max_timestamp, "codecs": sorted(self.codecs),
-                "magics": sorted(self.magics), "leftovers": self.leftovers}
+                "magics": sorted(self.magics), "leftovers": self.leftovers,
+                "state": self.state, "kraftSnapshots": len(self.kraft_snapshots),
+                "lastKraftSnapshot": self.kraft_snapshots[-1] if self.kraft_snapshots else None}
 
 
 def lock_state(ld: LogDir) -> str:
@@ -65,7 +69,8 @@ def lock_state(ld: LogDir) -> str:
 def partition_info(part: PartitionDir, bases: set[int] | None = None) -> PartitionInfo:
     """The overview of a partition, or of its segments at `bases` only."""
     segments = [s for s in part.segments if bases is None or s.base_offset in bases]
-    info = PartitionInfo(part.topic, part.partition, str(part.path), len(segments))
+    info = PartitionInfo(part.topic, part.partition, str(part.path), len(segments),
+                         state=part.state)
     for seg in segments:
         info.bytes += seg.size
         for _pos, b in seg.batches():
@@ -86,6 +91,8 @@ def partition_info(part: PartitionDir, bases: set[int] | None = None) -> Partiti
     if bases is None:
         info.leftovers = [f.name for f in part.temp_files] + \
             [f.name for f in part.orphan_indexes]
+        info.kraft_snapshots = [f.name for f in part.kraft_snapshots
+                                if f.kind is naming.FileKind.KRAFT_SNAPSHOT and not f.temp]
     log_start = None
     if part.log_dir is not None:
         for attr, name in (("recovery_point", naming.RECOVERY_POINT),
@@ -98,8 +105,10 @@ def partition_info(part: PartitionDir, bases: set[int] | None = None) -> Partiti
             setattr(info, attr, cp.get(part.key))
         log_start = info.log_start_offset
     # LogLoader: max(the checkpoint's entry, the first segment's base offset), so a partition
-    # that retention emptied still shows where it starts
+    # that retention emptied still shows where it starts; with tiered storage (the broker
+    # keeps a remote-log-index-cache/) the entry as is: what is older is in remote storage
     first_base = part.segments[0].base_offset if part.segments else None
+    tiered = part.log_dir is not None and part.log_dir.remote_index_cache is not None
     info.log_start_offset = first_base if log_start is None else \
-        log_start if first_base is None else max(log_start, first_base)
+        log_start if first_base is None or tiered else max(log_start, first_base)
     return info

@@ -638,14 +638,16 @@ _RECORD_2X_LEGACY = re.compile(
     r"baseSequence: -?\d+ lastSequence: -?\d+ producerEpoch: -?\d+ "
     r"partitionLeaderEpoch: -?\d+ batchSize: \d+ magic: \d+ compressType: \w+ "
     r"position: \d+(?: crc: \d+ isvalid: (?:true|false))?)?")
+# Kafka 4 prints LeaderChange's JSON (`LeaderChange: {...}`, 3.x `controlType:
+# LEADER_CHANGE(2)`) and no '}' after a magic 0/1 record's crc; both shapes are read
 _REC_SEQ = re.compile(r" sequence: (-?\d+) headerKeys: \[(.*?)\](?= isValid: | endTxnMarker: "
                       r"| controlType: | SnapshotHeader | SnapshotFooter | KRaftVersion "
-                      r"| KRaftVoters | key: | payload: |\Z)", re.S)
-_REC_LEGACY = re.compile(r" isValid: (true|false) crc: (\d+)\}")
+                      r"| KRaftVoters | LeaderChange: | key: | payload: |\Z)", re.S)
+_REC_LEGACY = re.compile(r" isValid: (true|false) crc: (\d+)\}?")
 _REC_TXN = re.compile(r" endTxnMarker: (\w+) coordinatorEpoch: (-?\d+)")
 _REC_CTRL = re.compile(r" controlType: (\w+)\((-?\d+)\)")
-_REC_CTRL_JSON = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) "
-                            r"(\{.*?\})(?= key: | payload: |\Z)", re.S)
+_REC_CTRL_JSON = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters|"
+                            r"LeaderChange):? (\{.*?\})(?= key: | payload: |\Z)", re.S)
 _INDEX = re.compile(r"offset: (-?\d+) position: (-?\d+)\Z")
 _TIMEINDEX = re.compile(r"timestamp: (-?\d+) offset: (-?\d+)\Z")
 _TXNINDEX = re.compile(r"version: (\d+) producerId: (-?\d+) firstOffset: (-?\d+) "

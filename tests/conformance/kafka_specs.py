@@ -278,10 +278,17 @@ def is_default(f: FieldSpec, v: Any) -> bool:
                                        for g in f.struct.fields if g.name in v)
 
 
+def written(v: Versions, version: int) -> bool:
+    """Whether a generated JsonConverter's write() emits a field of versions `v` at `version`:
+    it tests only the bounds the field has (`_version >= lo` for lo > 0, `_version <= hi`
+    when bounded), so a 0+ field is written at any version, even one the spec lacks."""
+    return v is not None and (v[0] == 0 or version >= v[0]) and version <= v[1]
+
+
 def _json_struct(fields: list[FieldSpec], values: dict, version: int) -> dict:
     out: dict[str, Any] = {}
     for f in fields:
-        if not has(f.versions, version):
+        if not written(f.versions, version):
             continue
         if has(f.tagged, version) and (f.name not in values or is_default(f, values[f.name])):
             continue
@@ -294,6 +301,26 @@ def _json_struct(fields: list[FieldSpec], values: dict, version: int) -> dict:
 def to_json(spec: MessageSpec, version: int, values: dict) -> dict:
     """``<Name>JsonConverter.write(message, version)``."""
     return _json_struct(spec.fields, values, version)
+
+
+def _filled(fields: list[FieldSpec], values: dict, version: int) -> dict:
+    out: dict[str, Any] = {}
+    for f in fields:
+        if f.name in values:
+            v = values[f.name]
+            if f.struct is not None and v is not None:
+                v = [_filled(f.struct.fields, e, version) for e in v] if f.array else \
+                    _filled(f.struct.fields, v, version)
+            out[f.name] = v
+        elif written(f.versions, version) and not has(f.tagged, version):
+            out[f.name] = _default_of(f, version)
+    return out
+
+
+def with_defaults(spec: MessageSpec, values: dict, version: int) -> dict:
+    """The message object a reader builds from `values` (read at another version), as seen
+    by a write at `version`: the fields it did not read keep their defaults."""
+    return _filled(spec.fields, values, version)
 
 
 # --- sample values ----------------------------------------------------------------------------

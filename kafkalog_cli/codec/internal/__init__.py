@@ -39,9 +39,21 @@ TOPICS: dict[str, str] = {
     "__share_group_state": "share",
     "__cluster_metadata": "metadata",
 }
+# what kafka-dump-log prints of a decoded record, for the kinds where kafkalog adds fields
+_KAFKA_VIEWS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "transactions": txnlog.kafka_view,
+    "metadata": metadata.kafka_view,
+}
 # every message the decoders read, by Kafka's spec name
 SPECS: dict[str, Message] = {m.name: m for mod in (groups, txnlog, share, metadata)
                              for m in mod.MESSAGES}
+
+
+def kafka_view(kind: str, decoded: dict[str, Any]) -> dict[str, Any]:
+    """A decoder's output as kafka-dump-log's decoder prints it (text output): the fields
+    kafkalog adds for JSON left out."""
+    view = _KAFKA_VIEWS.get(kind)
+    return decoded if view is None else view(decoded)
 
 
 def kind_for_topic(topic: str) -> str | None:

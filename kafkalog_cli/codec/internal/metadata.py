@@ -11,7 +11,8 @@ kafka-dump-log prints the MetadataRecordType constant (TopicRecord -> TOPIC_RECO
 Record types without a schema here come out as `data: None` plus the value in base64.
 
 KRaft control records (control batches, also in `.checkpoint` snapshots) are flexible
-messages read at version 0 whose first field is their own `Version` (ControlRecordUtils):
+messages read at version 0 whose first field is their own `Version` (ControlRecordUtils);
+kafka-dump-log writes their JSON at that `Version`:
 LEADER_CHANGE(2) LeaderChangeMessage, SNAPSHOT_HEADER(3), SNAPSHOT_FOOTER(4),
 KRAFT_VERSION(5) KRaftVersionRecord, KRAFT_VOTERS(6) VotersRecord.
 """
@@ -31,6 +32,7 @@ from kafkalog_cli.codec.internal.schema import (
     jsonable,
     message,
     read_message,
+    written_at,
 )
 from kafkalog_cli.errors import CorruptDataError
 
@@ -192,6 +194,17 @@ def decode(key: bytes | None, value: bytes | None) -> dict[str, Any]:
                                    "apiKey": api_key, "frameVersion": frame}}
 
 
+def kafka_view(decoded: dict[str, Any]) -> dict[str, Any]:
+    """The record as `--cluster-metadata-decoder` prints it: without what kafkalog adds
+    (name, apiKey, frameVersion; raw); a type or version without a schema is an error."""
+    v = decoded["value"]
+    if v["data"] is None:
+        what = f"{v['name']} has no version {v['version']}" if "name" in v else \
+            f"unknown metadata record type {v['type']}"
+        return {"kind": "metadata", "error": what}
+    return {"key": None, "value": {k: v[k] for k in ("type", "version", "data")}}
+
+
 # --- KRaft control records ------------------------------------------------------------
 _VOTER_V0 = Struct("Voter", (field("VoterId", "int32"), field("VoterDirectoryId", "uuid", "1+")))
 _VERSION = field("Version", "int16")
@@ -226,6 +239,9 @@ def decode_control(control_type: int, value: bytes | None) -> tuple[str, dict[st
     if value is None:
         raise CorruptDataError(f"{spec[1].name} control record has a null value")
     data, _ = read_message(value, spec[1], CONTROL_READ_VERSION)
+    version = data["version"]  # the Version field: kafka-dump-log writes the JSON at it
+    if version != CONTROL_READ_VERSION:
+        data = written_at(spec[1], data, version)
     return spec[0], jsonable(data)
 
 

@@ -317,6 +317,30 @@ def read_message(data: bytes | memoryview, m: Message, version: int, pos: int = 
     return read_struct(data, m, version, m.flexible, pos, exact)
 
 
+def written_at(s: Struct, values: dict[str, Any], version: int) -> dict[str, Any]:
+    """What JsonConverter.write(message, version) prints of values read at another version
+    (ControlRecordUtils reads KRaft control records at version 0 and kafka-dump-log writes
+    them at their own Version field): the fields of `version`, those not read at their
+    default. The generated writer checks only a field's bounds other than 0+, so a field
+    of every version is written at any version, a negative one too."""
+    out: dict[str, Any] = {}
+    for f in s.fields:
+        lo, hi = f.versions
+        if (lo > 0 and version < lo) or version > hi:
+            continue
+        key = json_name(f.name)
+        if key in values:
+            v = values[key]
+            if isinstance(f.type, Struct) and v is not None:
+                v = [written_at(f.type, e, version) for e in v] if f.array else \
+                    written_at(f.type, v, version)
+            out[key] = v
+        elif not (f.tag is not None and _in(version, f.tagged)):  # tagged: only non-default
+            out[key] = written_at(f.type, {}, version) if f.default is EMPTY_STRUCT and \
+                isinstance(f.type, Struct) else f.default
+    return out
+
+
 def read_version(data: bytes | memoryview, what: str) -> int:
     """The int16 version that prefixes coordinator keys and values."""
     if len(data) < _I16.size:

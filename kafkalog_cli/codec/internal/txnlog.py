@@ -13,7 +13,8 @@ Value : TransactionLogValue v0 (non-flexible) or v1 (flexible, KIP-915; tagged f
 A null value is a tombstone (the transactional id expired).
 
 TransactionStatus ids are Kafka's TransactionState ids (TransactionState.java); the name is
-added as `transactionState` (kafka-dump-log before 4.0 printed `state=<name>`).
+added as `transactionState` in JSON (kafka-dump-log before 4.0 printed `state=<name>`; 4.x
+prints the id only, and so does text output).
 """
 
 from __future__ import annotations
@@ -52,6 +53,15 @@ def _with_state(_record_type: int, raw: dict[str, Any]) -> dict[str, Any]:
         if k == "transactionStatus":
             data["transactionState"] = STATES.get(v, f"Unknown({v})")
     return data
+
+
+def kafka_view(decoded: dict[str, Any]) -> dict[str, Any]:
+    """The record as `--transaction-log-decoder` prints it: without `transactionState`."""
+    value = decoded["value"]
+    if value is None:
+        return decoded
+    data = {k: v for k, v in value["data"].items() if k != "transactionState"}
+    return {"key": decoded["key"], "value": {**value, "data": data}}
 
 
 COORDINATOR = Coordinator("__transaction_state", (TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE),
