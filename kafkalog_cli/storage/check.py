@@ -12,6 +12,7 @@ which retention reads (LogSegment.maxTimestampSoFar).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -273,42 +274,50 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
 
 def _check_records(path: Path, pos: int, b: Batch, f: Findings, opts: CheckOptions,
                    stats: Stats, fix: str) -> None:
+    """Record-level checks, one record at a time (a batch may claim millions of them)."""
     try:
         recs = b.records(opts.max_decompressed)
     except CorruptDataError as e:
         f.add(ERROR, "LOG_RECORDS_INVALID", path, pos, f"records do not decode: {e.reason}",
               fix=fix)
         return
-    stats.records += len(recs)
-    prev = None
+    first = prev = None
+    n = 0
+    ordered = True
+    control = b.is_control
     for r in recs:
-        if prev is not None and r.offset <= prev:
+        n += 1
+        if not ordered:  # reported: the rest is only counted
+            continue
+        if prev is None:
+            first = r.offset
+        elif r.offset <= prev:
             f.add(ERROR, "LOG_RECORD_OFFSET_ORDER", path, pos,
                   f"record offset {r.offset} does not increase within the batch", fix=fix)
-            return
+            ordered = False
+            continue
         prev = r.offset
-    # prev is the last record's offset (None: no records)
-    if prev is not None and b.magic == 2 and (
-            recs[0].offset < b.base_offset or prev > b.last_offset):
-        f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
-              f"record offsets {recs[0].offset}..{prev} fall outside the batch's "
-              f"{b.base_offset}..{b.last_offset}", fix=fix)
-    if isinstance(b, LegacyBatch):
-        try:
-            bad = b.inner_crc_failures()
-        except CorruptDataError:
-            bad = []
-        for off in bad:
-            f.add(ERROR, "LOG_INNER_CRC_MISMATCH", path, pos,
-                  f"inner message at offset {off} of a compressed wrapper fails its CRC-32",
-                  fix=fix)
-    if b.is_control:
-        for r in recs:
+        if control:
             try:
                 parse_control(r.key, r.value)
             except CorruptDataError as e:
                 f.add(ERROR, "LOG_CONTROL_INVALID", path, pos,
                       f"control record at offset {r.offset}: {e.reason}", fix=fix)
+    stats.records += n
+    if not ordered:
+        return
+    # prev is the last record's offset (None: no records)
+    if first is not None and prev is not None and b.magic == 2 and (
+            first < b.base_offset or prev > b.last_offset):
+        f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
+              f"record offsets {first}..{prev} fall outside the batch's "
+              f"{b.base_offset}..{b.last_offset}", fix=fix)
+    if isinstance(b, LegacyBatch):
+        with contextlib.suppress(CorruptDataError):  # decoded above, so it does not fail
+            for off in b.inner_crc_failures():
+                f.add(ERROR, "LOG_INNER_CRC_MISMATCH", path, pos,
+                      f"inner message at offset {off} of a compressed wrapper fails its "
+                      "CRC-32", fix=fix)
 
 
 def _read_index(seg: Segment, kind: str, f: Findings, fix: str):  # type: ignore[no-untyped-def]
