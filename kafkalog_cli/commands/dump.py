@@ -184,7 +184,7 @@ class Dumper:
             for off, pos in idx.entries:
                 out.row({"kind": "index-entry", "file": file, "offset": off, "position": pos})
             if idx.untrimmed:
-                out.text(f"({len(idx.slots) - idx.used} zero-filled preallocated slots not shown)")
+                out.text(f"({idx.slot_count - idx.used} zero-filled preallocated slots not shown)")
         elif suffix == naming.TIMEINDEX:
             tidx = TimeIndex.read(path, base)
             for ts, off in tidx.entries:

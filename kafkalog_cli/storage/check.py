@@ -133,8 +133,7 @@ class _OffsetIndexWalk:
     def finish(self, valid_end: int) -> None:
         if self.pending is not None:
             self._mismatch(self.pending[1], self.pending[0], None)
-        for n in range(self.i, len(self.entries)):
-            off, pos = self.entries[n]
+        for n, (off, pos) in enumerate(self.entries.iter_from(self.i), self.i):
             self.f.add(ERROR, "INDEX_PAST_LOG_END", self.path, n * 8,
                        f"entry {n} (offset {off}) points at byte {pos}, past the last whole "
                        f"batch (log ends at {valid_end})", fix=self.fix)
@@ -176,8 +175,7 @@ class _TimeIndexWalk:
             self.i += 1
 
     def finish(self, segment_max: int) -> None:
-        for n in range(self.i, len(self.entries)):
-            _ts, off = self.entries[n]
+        for n, (_ts, off) in enumerate(self.entries.iter_from(self.i), self.i):
             self.f.add(ERROR, "TIMEINDEX_OFFSET_NOT_FOUND", self.path, n * 12,
                        f"entry {n} names offset {off}, past the last batch", fix=self.fix)
         last_ts = self.entries[-1][0] if self.entries else -1
@@ -355,7 +353,7 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
                       fix=fix_index)
             if idx.untrimmed:
                 f.add(WARNING, "INDEX_UNTRIMMED", idx.path, idx.used * (8 if idx is oidx else 12),
-                      f"{len(idx.slots) - idx.used} zero-filled preallocated slots after "
+                      f"{idx.slot_count - idx.used} zero-filled preallocated slots after "
                       f"{idx.used} entries (left by a running or crashed broker; Kafka trims "
                       "on roll and clean shutdown)", fix=fix_index)
         s = check_log_file(seg.log_path, seg.base_offset, f, opts, stats, last, oidx, tidx,

@@ -287,7 +287,9 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
     recs = b.records() if not discardable else iter(())
     kept_recs = []
     has_tombstone = False
+    total = 0
     for r in recs:
+        total += 1
         if r.offset > m.latest_offset:
             kept_recs.append(r)
             continue
@@ -313,7 +315,7 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
                                 max_timestamp=b.max_timestamp), 0
         return None, 0
     needs_horizon = b.magic == 2 and has_tombstone and horizon is None
-    if len(kept_recs) == len(recs) and not needs_horizon:
+    if len(kept_recs) == total and not needs_horizon:
         return bytes(b.data), len(kept_recs)
     new_horizon = horizon if horizon is not None else (
         now + cfg.delete_retention_ms if needs_horizon else None)

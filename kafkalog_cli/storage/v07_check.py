@@ -126,7 +126,7 @@ def _check_segment(seg: Segment07, f: Findings, opts: CheckOptions, stats: Stats
         if opts.shallow:
             continue
         try:
-            stats.records += len(inner_messages(msg, opts.max_decompressed))
+            stats.records += sum(1 for _ in inner_messages(msg, opts.max_decompressed))
         except CorruptDataError as e:
             f.add(ERROR, "V07_INNER_INVALID", path, pos,
                   f"compressed message at offset {seg.start + pos} does not decode: {e.reason}",
