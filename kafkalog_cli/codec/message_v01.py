@@ -144,7 +144,7 @@ class LegacyBatch:
     def count(self) -> int:
         if self.compression == codecs.NONE:
             return 1
-        return self._inner_set().count
+        return self._inner_set().messages
 
     def _inner_set(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> _InnerSet:
         """A compressed wrapper's inner set, inflated and checked on first use (the cap of
@@ -216,7 +216,7 @@ class _InnerSet(NamedTuple):
     data: bytes
     delta: int
     first_offset: int
-    count: int
+    messages: int
 
 
 def _read_bytes(data: bytes | memoryview, pos: int, end: int) -> tuple[memoryview | None, int]:

@@ -76,7 +76,7 @@ class SegmentSummary:
 _DAMAGE_CODES = {"torn-tail": "LOG_TORN_TAIL", "zero-tail": "LOG_ZERO_TAIL",
                  "garbage-tail": "LOG_GARBAGE_TAIL", "corrupt": "LOG_CORRUPT_MID_FILE",
                  "bad-size": "LOG_BAD_SIZE", "bad-batch": "LOG_BAD_BATCH",
-                 "entry-too-big": "LOG_ENTRY_TOO_BIG"}
+                 "entry-too-big": "LOG_ENTRY_TOO_BIG", "unsearched": "LOG_UNSEARCHED"}
 
 
 class _OffsetIndexWalk:

@@ -284,11 +284,10 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
         return _rebuild(b, kept, now + cfg.delete_retention_ms), len(kept)
     if discardable and not retain_empty:
         return None, 0
-    recs = b.records() if not discardable else iter(())
     kept_recs = []
     has_tombstone = False
     total = 0
-    for r in recs:
+    for r in b.records() if not discardable else ():
         total += 1
         if r.offset > m.latest_offset:
             kept_recs.append(r)
