@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -26,7 +27,7 @@ GiB = 1 << 30
 
 def _inputs() -> list[tuple[str, Path, list[list[object]]]]:
     """(what, partition dir, commands) for each input, made once."""
-    def made(name: str, build, size: int) -> Path:  # noqa: ANN001
+    def made(name: str, build: Callable[[Path, int], Path], size: int) -> Path:
         root = OUT / f"{name}-{size}"
         done = root / ".done"
         if not done.exists():
@@ -38,6 +39,7 @@ def _inputs() -> list[tuple[str, Path, list[list[object]]]]:
 
     n = 6_000_000
     many = made("records", hostile.records_batch, n)
+    legacy = made("legacy", hostile.legacy_wrapper, 1_000_000)
     z100 = made("zero-index", hostile.zero_indexes, 100 * MiB)
     z1g = made("zero-index", hostile.zero_indexes, GiB)
     last = sorted(z100.glob("*.index"))[-1]
@@ -47,6 +49,9 @@ def _inputs() -> list[tuple[str, Path, list[list[object]]]]:
             ["dump", many, "--records", "--format", "jsonl"],
             ["verify", many], ["find-by-time", many, "-t", BASE_TS + 1],
             ["recover", many, "--dry-run"]]),
+        ("one gzip magic-1 wrapper of 1 M empty messages", legacy, [
+            ["dump", legacy, "--records", "--format", "jsonl"], ["verify", legacy],
+            ["find-by-time", legacy, "-t", BASE_TS + 1]]),
         ("100 MB zero-filled .index and .timeindex", z100, [
             ["verify", z100], ["dump", last], ["dump", last.with_suffix(".timeindex")],
             ["find-by-time", z100, "-t", "0"]]),

@@ -417,53 +417,11 @@ cdef class RecordIter:
 
     cdef object _next(self):
         """The next record, or None with self.err set (a malformed record)."""
-        cdef const unsigned char *p = self.p
-        cdef int64_t end = self.end
         cdef Rec r
-        cdef object key, value, headers, offset_obj, ts_obj, seq_obj, rec
-        if _parse_record(p, end, &self.pos, &r, &self.err):
+        if _parse_record(self.p, self.end, &self.pos, &r, &self.err):
             return None
-        if r.klen >= 0:
-            key = PyBytes_FromStringAndSize(<const char *>p + r.kpos, r.klen)
-        else:
-            key = None
-        if r.vlen >= 0:
-            value = PyBytes_FromStringAndSize(<const char *>p + r.vpos, r.vlen)
-        else:
-            value = None
-        headers = PyList_New(0) if r.hcount == 0 else _header_list(p, end, &r)
-
-        seq_obj = _MINUS_ONE if self.base_sequence < 0 else \
-            PyLong_FromLongLong(_sequence(self.base_sequence, r.offset_delta))
-        if _add_overflows(self.base_offset, r.offset_delta):
-            offset_obj = self.base_offset_obj + r.offset_delta
-        else:
-            offset_obj = PyLong_FromLongLong(self.base_offset + r.offset_delta)
-        if self.log_append_time is not None:
-            ts_obj = self.log_append_time
-        elif _add_overflows(self.base_timestamp, r.ts_delta):
-            ts_obj = self.base_timestamp_obj + r.ts_delta
-        else:
-            ts_obj = PyLong_FromLongLong(self.base_timestamp + r.ts_delta)
-
-        if self.fast:
-            rec = kl_alloc(_Record)
-            kl_set_slot(rec, _off_offset, offset_obj)
-            kl_set_slot(rec, _off_timestamp, ts_obj)
-            kl_set_slot(rec, _off_key, key)
-            kl_set_slot(rec, _off_value, value)
-            kl_set_slot(rec, _off_headers, headers)
-            kl_set_slot(rec, _off_sequence, seq_obj)
-            kl_set_slot(rec, _off_attributes, PyLong_FromLong(r.attributes))
-            kl_set_slot(rec, _off_crc, None)
-            if self.untrack:
-                PyObject_GC_UnTrack(rec)
-                PyObject_GC_UnTrack(headers)
-        else:
-            rec = _Record(offset_obj, ts_obj, key, value, headers, seq_obj,
-                          PyLong_FromLong(r.attributes))
         self.i += 1
-        return rec
+        return _build(self, &r)
 
     cdef bint _trailing(self):
         """After the last record: True (and self.err set) if bytes remain."""
@@ -493,6 +451,54 @@ cdef class RecordIter:
 
 
 cdef object _MINUS_ONE = -1
+
+
+cdef inline object _build(RecordIter it, Rec *r):
+    """The record `r` (parsed and checked by _parse_record) as a Record object."""
+    cdef const unsigned char *p = it.p
+    cdef object key, value, headers, offset_obj, ts_obj, seq_obj, rec
+    if r.klen >= 0:
+        key = PyBytes_FromStringAndSize(<const char *>p + r.kpos, r.klen)
+    else:
+        key = None
+    if r.vlen >= 0:
+        value = PyBytes_FromStringAndSize(<const char *>p + r.vpos, r.vlen)
+    else:
+        value = None
+    headers = PyList_New(0) if r.hcount == 0 else _header_list(p, it.end, r)
+
+    seq_obj = _MINUS_ONE if it.base_sequence < 0 else \
+        PyLong_FromLongLong(_sequence(it.base_sequence, r.offset_delta))
+    if _add_overflows(it.base_offset, r.offset_delta):
+        offset_obj = it.base_offset_obj + r.offset_delta
+    else:
+        offset_obj = PyLong_FromLongLong(it.base_offset + r.offset_delta)
+    if it.log_append_time is not None:
+        ts_obj = it.log_append_time
+    elif _add_overflows(it.base_timestamp, r.ts_delta):
+        ts_obj = it.base_timestamp_obj + r.ts_delta
+    else:
+        ts_obj = PyLong_FromLongLong(it.base_timestamp + r.ts_delta)
+
+    if it.fast:
+        rec = kl_alloc(_Record)
+        kl_set_slot(rec, _off_offset, offset_obj)
+        kl_set_slot(rec, _off_timestamp, ts_obj)
+        kl_set_slot(rec, _off_key, key)
+        kl_set_slot(rec, _off_value, value)
+        kl_set_slot(rec, _off_headers, headers)
+        kl_set_slot(rec, _off_sequence, seq_obj)
+        kl_set_slot(rec, _off_attributes, PyLong_FromLong(r.attributes))
+        kl_set_slot(rec, _off_crc, None)
+        if it.untrack:
+            PyObject_GC_UnTrack(rec)
+            PyObject_GC_UnTrack(headers)
+    else:
+        rec = _Record(offset_obj, ts_obj, key, value, headers, seq_obj,
+                      PyLong_FromLong(r.attributes))
+    return rec
+
+
 
 
 cdef RecordIter _records_of(data, count, base_offset, base_timestamp, base_sequence,
@@ -534,20 +540,26 @@ cdef object _decode(RecordIter it):
     cdef Py_ssize_t i, n_alloc
     cdef list out
     cdef object rec
+    cdef const unsigned char *p = it.p
+    cdef int64_t end = it.end, pos = 0
+    cdef Rec r
     # Every decoded record takes at least one byte, so at most `end` can succeed: a larger
     # count is bound to fail, and never needs more slots than that.
     n_alloc = it.count if it.count <= it.end else <Py_ssize_t>it.end
     if n_alloc < 0:
         n_alloc = 0
     out = PyList_New(n_alloc)
-    for i in range(it.count):
-        rec = it._next()
-        if rec is None:
+    for i in range(it.count):  # RecordIter._next, with the position kept in a local
+        if _parse_record(p, end, &pos, &r, &it.err):
+            it.pos = pos
             return None
+        rec = _build(it, &r)
         if i >= n_alloc:  # unreachable (see n_alloc), kept as a memory-safety guard
             raise AssertionError("record count bookkeeping")
         Py_INCREF(rec)
         PyList_SET_ITEM(out, i, rec)
+    it.pos = pos
+    it.i = it.count
     if it._trailing():
         return None
     return out

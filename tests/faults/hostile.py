@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.batch_v2 import encode_batch
+from kafkalog_cli.codec.message_v01 import encode_message_set
 from tests.v07.bytes07 import entry
 
 MiB = 1 << 20
@@ -42,6 +43,16 @@ def records_batch(root: Path, n: int) -> Path:
     (pdir / "00000000000000000000.log").write_bytes(encode_batch(
         ((i, BASE_TS + (i == n - 1), None, None, ()) for i in range(n)),
         codec=compression.ZSTD))
+    return pdir
+
+
+def legacy_wrapper(root: Path, n: int) -> Path:
+    """A partition holding one magic-1 gzip wrapper of `n` empty messages (300 000: 10 MB
+    inflated), the last at BASE_TS + 1."""
+    pdir = root / "legacy-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(encode_message_set(
+        [(i, BASE_TS + (i == n - 1), None, b"") for i in range(n)], codec=compression.GZIP))
     return pdir
 
 

@@ -21,6 +21,38 @@ def many(tmp_path_factory):
     return hostile.records_batch(tmp_path_factory.mktemp("many"), N_RECORDS)
 
 
+N_MESSAGES = 300_000
+
+
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory):
+    return hostile.legacy_wrapper(tmp_path_factory.mktemp("legacy"), N_MESSAGES)
+
+
+@pytest.mark.parametrize("cmd", ["dump", "verify", "find-by-time"])
+def test_a_legacy_wrapper_of_many_messages_streams_through(legacy, tmp_path, cmd):
+    """The same for a magic-1 gzip wrapper of 300 000 messages (its inner messages were
+    held as a list of messages and one of records: 265 MiB)."""
+    n, pdir = N_MESSAGES, legacy
+    out = tmp_path / "out"
+    args, cap = {
+        "dump": (["dump", pdir, "--records", "--format", "jsonl", "--max-decompressed-bytes",
+                  CAP], CAP),
+        "verify": (["verify", pdir, "--max-decompressed-bytes", CAP], CAP),
+        "find-by-time": (["find-by-time", pdir, "-t", BASE_TS + 1], hostile.DEFAULT_CAP),
+    }[cmd]
+    run = measure(*args, out=out)
+    assert run.code in (0, 4) and "Traceback" not in run.err, run.err
+    assert run.peak_rss <= rss_bound(cap), f"{cmd}: {run}"
+    text = out.read_text()
+    if cmd == "dump":
+        assert text.count("\n") == n + 1
+    elif cmd == "verify":
+        assert f"1 batches, {n} records" in text
+    else:
+        assert text.split()[-1] == str(n - 1)
+
+
 def _cpu_bound(size: int) -> float:
     """Generous for a loaded 2-core machine; quadratic work (before the fix: 3.5 s/MiB and
     growing) is far above it."""
