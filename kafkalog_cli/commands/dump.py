@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
-from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.codec.model import Damage, Record
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import decoding, options, v07
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
@@ -29,6 +30,7 @@ from kafkalog_cli.storage.segment import iter_batches
 from kafkalog_cli.storage.v07 import find_target
 
 Row = dict[str, Any]
+JSONL_CHUNK = 4096  # records the compiled JSON Lines writer turns into one write
 
 
 class Filters:
@@ -81,7 +83,7 @@ class Dumper:
         self.max_decompressed = max_decompressed
         self.problems = 0
         self.sizes = False  # text output shows raw key/value sizes
-        self.fast_jsonl: Callable[[str, int, str, list], bytes] | None = None  # type: ignore[type-arg]
+        self.fast_jsonl: Callable[[str, int, str, Iterable[Record]], bytes] | None = None
         self.decoding = decoding.Decoding("none")
 
     def damage(self, path: Path) -> Callable[[Damage], None]:
@@ -118,8 +120,11 @@ class Dumper:
             check = f.on_records
             if self.fast_jsonl is not None and b.magic == 2 and not control and decoder is None:
                 if check:
-                    recs = [r for r in recs if f.record_ok(r.offset, r.timestamp, r.key)]
-                out.out.write(self.fast_jsonl(topic, partition, tstype, recs))
+                    recs = (r for r in recs if f.record_ok(r.offset, r.timestamp, r.key))
+                # a slice at a time: the text of a batch of millions of records is not held
+                while chunk := self.fast_jsonl(topic, partition, tstype,
+                                               itertools.islice(recs, JSONL_CHUNK)):
+                    out.out.write(chunk)
                 continue
             for r in recs:
                 if check and not f.record_ok(r.offset, r.timestamp, r.key):
@@ -183,12 +188,12 @@ class Dumper:
         base = fn.offset if fn.offset is not None else 0
         if kind == "index-entry":
             idx = OffsetIndex.read(path, base)
-            if not idx.slots:
+            if not idx.slot_count:
                 out.text(f"{path} is empty.")
             for off, pos in idx.entries:
                 out.row({"kind": "index-entry", "file": file, "offset": off, "position": pos})
             if idx.untrimmed:
-                note(f"{path}: {len(idx.slots) - idx.used} zero-filled preallocated slots not "
+                note(f"{path}: {idx.slot_count - idx.used} zero-filled preallocated slots not "
                      "shown")
         elif kind == "timeindex-entry":
             tidx = TimeIndex.read(path, base)
@@ -220,7 +225,7 @@ class Dumper:
                                                                              "backslashreplace")})
 
 
-def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:  # type: ignore[type-arg]
+def jsonl_writer(payload: str) -> Callable[[str, int, str, Iterable[Record]], bytes] | None:
     """The compiled JSON Lines writer for record rows, when the extension is built: the same
     bytes as orjson on the rows built below (tests/cli/test_dump_jsonl_fast.py checks)."""
     import os
@@ -237,7 +242,7 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:
     prefixes: dict[tuple[str, int], bytes] = {}
     types: dict[str, bytes] = {}
 
-    def write(topic: str, partition: int, tstype: str, recs: list) -> bytes:  # type: ignore[type-arg]
+    def write(topic: str, partition: int, tstype: str, recs: Iterable[Record]) -> bytes:
         prefix = prefixes.get((topic, partition))
         if prefix is None:
             prefix = orjson.dumps({"kind": "record", "topic": topic, "partition": partition,

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.v07 import Message07, codec_name, inner_messages
 from kafkalog_cli.errors import (
@@ -150,7 +151,7 @@ def _dump_segment(d: Any, part: Partition07, seg: Segment07, print_data: bool) -
             d.problems += 1
             warn(f"{seg.path}:{pos}: compressed message does not decode: {e.reason}")
             continue
-        wrapped = inner[0] is not msg
+        wrapped = msg.codec != compression.NONE
         for i, m in enumerate(inner):
             row = {"kind": "message", **base, "offset": offset, "nextOffset": nxt,
                    "innerIndex": i if wrapped else None, **_fields(m),

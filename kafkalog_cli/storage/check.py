@@ -12,6 +12,7 @@ which retention reads (LogSegment.maxTimestampSoFar).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,7 +76,7 @@ class SegmentSummary:
 _DAMAGE_CODES = {"torn-tail": "LOG_TORN_TAIL", "zero-tail": "LOG_ZERO_TAIL",
                  "garbage-tail": "LOG_GARBAGE_TAIL", "corrupt": "LOG_CORRUPT_MID_FILE",
                  "bad-size": "LOG_BAD_SIZE", "bad-batch": "LOG_BAD_BATCH",
-                 "entry-too-big": "LOG_ENTRY_TOO_BIG"}
+                 "entry-too-big": "LOG_ENTRY_TOO_BIG", "unsearched": "LOG_UNSEARCHED"}
 
 
 class _OffsetIndexWalk:
@@ -132,8 +133,7 @@ class _OffsetIndexWalk:
     def finish(self, valid_end: int, base: int) -> None:
         if self.pending is not None:
             self._mismatch(self.pending[1], self.pending[0], None)
-        for n in range(self.i, len(self.entries)):
-            off, pos = self.entries[n]
+        for n, (off, pos) in enumerate(self.entries.iter_from(self.i), self.i):
             if n == 0 and (off, pos) == (base, 0) and valid_end == 0:
                 continue  # an empty segment's zero-filled, preallocated first slot
             self.f.add(ERROR, "INDEX_PAST_LOG_END", self.path, n * 8,
@@ -177,8 +177,7 @@ class _TimeIndexWalk:
             self.i += 1
 
     def finish(self, segment_max: int, base: int, empty: bool) -> None:
-        for n in range(self.i, len(self.entries)):
-            ts, off = self.entries[n]
+        for n, (ts, off) in enumerate(self.entries.iter_from(self.i), self.i):
             if n == 0 and (ts, off) == (0, base) and empty:
                 continue  # an empty segment's zero-filled, preallocated first slot
             self.f.add(ERROR, "TIMEINDEX_OFFSET_NOT_FOUND", self.path, n * 12,
@@ -277,42 +276,50 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
 
 def _check_records(path: Path, pos: int, b: Batch, f: Findings, opts: CheckOptions,
                    stats: Stats, fix: str) -> None:
+    """Record-level checks, one record at a time (a batch may claim millions of them)."""
     try:
         recs = b.records(opts.max_decompressed)
     except CorruptDataError as e:
         f.add(ERROR, "LOG_RECORDS_INVALID", path, pos, f"records do not decode: {e.reason}",
               fix=fix)
         return
-    stats.records += len(recs)
-    prev = None
+    first = prev = None
+    n = 0
+    ordered = True
+    control = b.is_control
     for r in recs:
-        if prev is not None and r.offset <= prev:
+        n += 1
+        if not ordered:  # reported: the rest is only counted
+            continue
+        if prev is None:
+            first = r.offset
+        elif r.offset <= prev:
             f.add(ERROR, "LOG_RECORD_OFFSET_ORDER", path, pos,
                   f"record offset {r.offset} does not increase within the batch", fix=fix)
-            return
+            ordered = False
+            continue
         prev = r.offset
-    # prev is the last record's offset (None: no records)
-    if prev is not None and b.magic == 2 and (
-            recs[0].offset < b.base_offset or prev > b.last_offset):
-        f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
-              f"record offsets {recs[0].offset}..{prev} fall outside the batch's "
-              f"{b.base_offset}..{b.last_offset}", fix=fix)
-    if isinstance(b, LegacyBatch):
-        try:
-            bad = b.inner_crc_failures()
-        except CorruptDataError:
-            bad = []
-        for off in bad:
-            f.add(ERROR, "LOG_INNER_CRC_MISMATCH", path, pos,
-                  f"inner message at offset {off} of a compressed wrapper fails its CRC-32",
-                  fix=fix)
-    if b.is_control:
-        for r in recs:
+        if control:
             try:
                 parse_control(r.key, r.value)
             except CorruptDataError as e:
                 f.add(ERROR, "LOG_CONTROL_INVALID", path, pos,
                       f"control record at offset {r.offset}: {e.reason}", fix=fix)
+    stats.records += n
+    if not ordered:
+        return
+    # prev is the last record's offset (None: no records)
+    if first is not None and prev is not None and b.magic == 2 and (
+            first < b.base_offset or prev > b.last_offset):
+        f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
+              f"record offsets {first}..{prev} fall outside the batch's "
+              f"{b.base_offset}..{b.last_offset}", fix=fix)
+    if isinstance(b, LegacyBatch):
+        with contextlib.suppress(CorruptDataError):  # decoded above, so it does not fail
+            for off in b.inner_crc_failures():
+                f.add(ERROR, "LOG_INNER_CRC_MISMATCH", path, pos,
+                      f"inner message at offset {off} of a compressed wrapper fails its "
+                      "CRC-32", fix=fix)
 
 
 def _read_index(seg: Segment, kind: str, f: Findings, fix: str):  # type: ignore[no-untyped-def]
@@ -371,12 +378,12 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
                 # zero slots preallocated for the active segment while a broker runs, and
                 # left so when it is killed (it recovers them); on roll and clean shutdown
                 # Kafka trims them
-                used = 0 if size == 0 and not any(idx.slots[0]) else idx.used
+                used = 0 if size == 0 and idx.first_slot_zero() else idx.used
                 why = "the active segment of a running or killed broker" if is_last else \
                     "an older segment: Kafka trims on roll and clean shutdown"
                 f.add(INFO if is_last else WARNING, "INDEX_UNTRIMMED", idx.path,
                       used * (8 if idx is oidx else 12),
-                      f"{len(idx.slots) - used} zero-filled preallocated slots after {used} "
+                      f"{idx.slot_count - used} zero-filled preallocated slots after {used} "
                       f"entries ({why})", fix=None if is_last else fix_index)
         s = check_log_file(seg.log_path, seg.base_offset, f, opts, stats, last, oidx, tidx,
                            fix_log, fix_index)

@@ -172,10 +172,10 @@ class _TxnTracker:
             return False
         pid = b.producer_id
         if b.is_control:
-            recs = b.records()
-            if not recs:
+            rec = next(b.records(), None)
+            if rec is None:
                 return True
-            info = parse_control(recs[0].key, recs[0].value)
+            info = parse_control(rec.key, rec.value)
             if info.type == ABORT:
                 ongoing = self.ongoing_aborted.pop(pid, None)
                 if ongoing is not None and ongoing.seen_data:
@@ -276,7 +276,7 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
     if b.is_control:
         if discardable and horizon is not None and horizon <= now and not retain_empty:
             return None, 0
-        recs = b.records()
+        recs = list(b.records())
         if not (discardable and horizon is None):
             return bytes(b.data), len(recs)
         # a marker with nothing left gets a delete horizon first, and goes in a later round
@@ -284,10 +284,11 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
         return _rebuild(b, kept, now + cfg.delete_retention_ms), len(kept)
     if discardable and not retain_empty:
         return None, 0
-    recs = b.records() if not discardable else []
     kept_recs = []
     has_tombstone = False
-    for r in recs:
+    total = 0
+    for r in b.records() if not discardable else ():
+        total += 1
         if r.offset > m.latest_offset:
             kept_recs.append(r)
             continue
@@ -313,7 +314,7 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
                                 max_timestamp=b.max_timestamp), 0
         return None, 0
     needs_horizon = b.magic == 2 and has_tombstone and horizon is None
-    if len(kept_recs) == len(recs) and not needs_horizon:
+    if len(kept_recs) == total and not needs_horizon:
         return bytes(b.data), len(kept_recs)
     new_horizon = horizon if horizon is not None else (
         now + cfg.delete_retention_ms if needs_horizon else None)
@@ -373,7 +374,7 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
                 for _p, b in seg.batches():
                     res.batches_in += 1
                     res.bytes_in += b.size
-                    n_in = b.count if b.magic == 2 else len(b.records())
+                    n_in = b.count
                     res.records_in += n_in
                     data, n_out = _filter_batch(b, tracker.on_batch(b), m, now, cfg, active,
                                                 rng.first_uncleanable, keep_tomb)

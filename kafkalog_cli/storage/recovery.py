@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage import naming, safety
@@ -84,11 +85,17 @@ class Plan:
         return not self.loader and not self.actions
 
 
-def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None]:
-    """Valid batches/records from `start` on (skipping damage), and their offset range."""
+def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None, bool]:
+    """Valid batches/records from `start` on (skipping damage), their offset range, and
+    whether the search for them gave up somewhere (its work cap spent: more may follow)."""
     batches = records = 0
     first = last = None
-    for _pos, b in iter_batches(path, start, on_damage=lambda d: None, resync=True):
+    unsearched = False
+
+    def on_damage(d: Damage) -> None:
+        nonlocal unsearched
+        unsearched = unsearched or d.code == "unsearched"
+    for _pos, b in iter_batches(path, start, on_damage=on_damage, resync=True):
         if not b.is_valid():
             continue
         batches += 1
@@ -96,7 +103,7 @@ def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | No
             records += b.count
         first = b.last_offset if first is None else first
         last = b.last_offset
-    return batches, records, first, last
+    return batches, records, first, last, unsearched
 
 
 def _effective_segments(part: PartitionDir, loader: list[LoaderAction]) -> list[Segment]:
@@ -174,11 +181,20 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
         if r.truncated:
             later = [s for s in segs[i + 1:]]
             stop = r.stop.reason if r.stop else "incomplete batch at the end"
-            nb, nrec, first, last = _count_after(seg.log_path, r.valid_bytes)
+            nb, nrec, first, last, unsearched = _count_after(seg.log_path, r.valid_bytes)
             later_records = 0
             for s in later:
-                later_records += _count_after(s.log_path, 0)[1]
+                counted = _count_after(s.log_path, 0)
+                later_records += counted[1]
+                unsearched = unsearched or counted[4]
             at_tail = nb == 0 and later_records == 0
+            if unsearched and not force:
+                plan.problems.append(Problem(
+                    seg.log_path, r.valid_bytes,
+                    f"{stop}; whether valid data follows is unknown: the search for batches "
+                    "after the damage gave up (too many look-alike headers to check). Salvage "
+                    "what follows first, or rerun with --force to truncate"))
+                return plan
             if not at_tail and not force:
                 plan.problems.append(Problem(
                     seg.log_path, r.valid_bytes,

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.snapshot import encode_snapshot
 from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
@@ -68,11 +67,9 @@ def largest_timestamp(seg: Segment, now: int, max_future_ms: int | None,
     ts = -1
     if seg.has_timeindex:
         try:
-            data = seg.path(naming.TIMEINDEX).read_bytes()
-            entries = ie.time_entries(data)
-            used = ie.used_slots(entries)
-            if used:
-                ts = entries[used - 1].timestamp
+            tidx = seg.time_index()
+            if tidx is not None:
+                ts = tidx.last_entry()[0]
         except OSError:
             ts = -1
     mtime = int(os.stat(seg.log_path).st_mtime * 1000)

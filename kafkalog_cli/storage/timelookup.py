@@ -80,11 +80,11 @@ def largest_timestamp(seg: Segment) -> int:
             finally:
                 os.close(fd)
             if len(last) == ie.TIME_ENTRY.size:
-                ts, rel = ie.time_entries(last)[0]
+                ts, rel = ie.TIME_ENTRY.unpack(last)
                 if rel != 0 or size == ie.TIME_ENTRY.size:
-                    return ts
+                    return int(ts)
                 tidx = seg.time_index()
-                if tidx is not None and tidx.entries:
+                if tidx is not None and len(tidx.entries):
                     return tidx.last_entry()[0]
         except OSError:
             pass

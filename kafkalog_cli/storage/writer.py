@@ -200,7 +200,7 @@ class PartitionWriter:
             a.offset_entries = r.offset_entries
             a.time_entries = r.time_entries
         txn_index = seg.txn_index()  # None unless seg.has_txnindex
-        a.txn_entries = txn_index.entries if txn_index is not None else []
+        a.txn_entries = list(txn_index.entries) if txn_index is not None else []
         a.max_ts, a.max_ts_offset = r.max_timestamp, r.offset_of_max_timestamp
         for _pos, b in seg.batches(0, None):
             a.rolling_ts = b.max_timestamp
