@@ -7,10 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kafkalog_cli.commands import options, v07
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
+from kafkalog_cli.commands.common import (
+    lock_dirs,
+    partition_bytes,
+    partition_fields,
+    quarantines,
+    ticking,
+)
 from kafkalog_cli.errors import (
     EXIT_FIXED,
     EXIT_UNFIXED,
@@ -18,7 +23,8 @@ from kafkalog_cli.errors import (
     LogDirIOError,
     UsageError,
 )
-from kafkalog_cli.output.console import progress
+from kafkalog_cli.output.console import progress, settings
+from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.check import CheckOptions, Stats, check_log_dir_files, check_partition
 from kafkalog_cli.storage.checkpoints import read_offsets, recovery_point, update_offsets
@@ -28,6 +34,9 @@ from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.recovery import Plan, apply_plan, plan_partition
 from kafkalog_cli.storage.replace import apply_loader_actions
+
+# csv and tables: a row for each
+LISTS = {"actions": "action", "problems": "problem", "left": "left"}
 
 
 def _corrupt(path: Path) -> bool:
@@ -57,8 +66,8 @@ def _text(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
     for r in rows:
         what = r["action"]
         extra = ""
-        if "bytes" in r:
-            extra += f" bytes {r['bytes'][0]}..{r['bytes'][1]}"
+        if "positions" in r:
+            extra += f" bytes {r['positions'][0]}..{r['positions'][1]}"
         if r.get("offsets"):
             extra += f" offsets {r['offsets'][0]}..{r['offsets'][1]}"
         if r.get("records") is not None:
@@ -102,7 +111,7 @@ def _fix_root_checkpoints(ld: Path, names: tuple[str, ...],
 
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
                "left (verify would still report errors), or --dry-run found work, "
-               "8 operational error (e.g. lock held), 16 usage.")
+               "8 operational error (e.g. lock held), 16 usage." + options.NO_LINKS)
 @options.paths_argument
 @click.option("--full", is_flag=True,
               help="Validate every segment, not just from the recovery point.")
@@ -113,9 +122,9 @@ def _fix_root_checkpoints(ld: Path, names: tuple[str, ...],
               help="Where removed files and cut bytes go (default: "
                    "<log dir>/../.kafkalog-quarantine/<log dir name>/<UTC time>/).")
 @click.option("--no-quarantine", is_flag=True, help="Delete instead of quarantining.")
-@click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,
-              show_default=True)
-@options.format_option(default="text", choices=("text", "json"))
+@click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
+              default=DEFAULT_INDEX_INTERVAL, show_default=True)
+@options.format_option()
 def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             quarantine_dir: Path | None, no_quarantine: bool, index_interval_bytes: int,
             fmt: str) -> int:
@@ -148,25 +157,22 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     out = click.get_text_stream("stdout")
     with ExitStack() as stack:
         targets = [open_target(p) for p in paths]
-        parts = [x for t in targets for x in t.partitions()]
+        parts = [x for t in targets for x in t.partitions(linked=True)]
         if not parts:
             raise UsageError("no partition dirs found under " + ", ".join(paths))
-        parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True)
         # root files are repaired and checked where the target is a log dir, as verify does
         roots = list(dict.fromkeys(ld.path.resolve() for t in targets for ld in t.log_dirs))
-        quarantines: dict[Path, Quarantine] = {}
-
-        def quarantine(log_dir: Path) -> Quarantine:
-            return quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
-                                                              enabled=not no_quarantine))
-
+        parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True,
+                          writes=naming.ROOT_CHECKPOINTS if roots else
+                          (naming.RECOVERY_POINT, naming.REPLICATION))
+        qs = quarantines(parts, quarantine_dir, enabled=not no_quarantine, log_dirs=roots)
         rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         validated: dict[Path, frozenset[int]] = {}  # segments recover validated deeply
         bar = stack.enter_context(progress(partition_bytes(parts), "recover"))
         for part in ticking(parts, bar):
             log_dir = part.path.parent.resolve()
-            q = quarantine(log_dir)
+            q = qs[log_dir]
             rp = recovery_point(part)
             rows_corrupt = rp == 0 and part.log_dir is not None and \
                 _corrupt(log_dir / naming.RECOVERY_POINT)
@@ -181,6 +187,10 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 rows = _describe(plan) [:len(plan.loader)] + _describe(plan2)
                 plan = plan2
             probs = [p.as_dict() for p in plan.problems]
+            if part.topic_error is not None:
+                probs.append({"file": str(part.path), "position": None,
+                              "message": f"{part.topic_error}: its recovery point is not "
+                                         "written (rename the dir)"})
             changed += bool(rows)
             problems += len(probs)
             if part.log_dir is not None and plan.log_end_offset is not None and not probs:
@@ -201,14 +211,14 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                                            "broker clamps it to the log end at load)"})
                     changed += 1
             validated[part.path] = frozenset(plan.validated)
-            report.append({"partition": str(part.path), "recoveryPoint": rp,
+            report.append({**partition_fields(part), "recoveryPoint": rp,
                            "logEndOffset": plan.log_end_offset, "actions": rows,
                            "problems": probs, "left": []})
         for log_dir in dict.fromkeys([*rp_updates, *roots]):
             # beneath a partition target only the recovery points are its business
             names = naming.ROOT_CHECKPOINTS if log_dir in roots else (naming.RECOVERY_POINT,)
             rows = _fix_root_checkpoints(log_dir, names, rp_updates.get(log_dir, {}),
-                                         quarantine(log_dir), dry_run)
+                                         qs[log_dir], dry_run)
             changed += len(rows)
             if log_dir in roots:
                 root_report.append({"logDir": str(log_dir), "actions": rows, "left": []})
@@ -216,14 +226,13 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             for log_dir, updates in hw_updates.items():
                 update_offsets(log_dir / naming.REPLICATION, updates)
         left = _check_after(parts, report, root_report, validated, dry_run)
-    if fmt == "json":
-        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report, "logDirs": root_report},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+    if fmt != "text":
+        write_report(fmt, {"dryRun": dry_run}, report, LISTS, log_dirs=root_report)
     else:
         for r in [*report, *root_report]:
             if r["actions"] or r.get("problems") or r["left"]:
                 out.write(_text(r["actions"], r.get("problems", []), r["left"], dry_run) + "\n")
-        if not changed and not problems and not left:
+        if not changed and not problems and not left and not settings.quiet:
             out.write("nothing to do\n")
     if problems or left or (dry_run and changed):
         return EXIT_UNFIXED

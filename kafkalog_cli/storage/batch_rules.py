@@ -20,6 +20,7 @@ because a consumer fails on such a batch just the same.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from kafkalog_cli.codec import compression
@@ -72,40 +73,48 @@ def header_faults(b: Batch, base: int, prev_last: int | None, first_in_segment: 
 
 
 def record_faults(b: Batch, max_decompressed: int) -> tuple[list[Fault], int]:
-    """Faults of the records inside, and how many records decoded."""
+    """Faults of the records inside, and how many records decoded. Records are read one at
+    a time (a batch may claim millions of them); past an order fault they are only counted."""
     try:
         recs = b.records(max_decompressed)
     except CorruptDataError as e:
         return [Fault("LOG_RECORDS_INVALID", f"records do not decode: {e.reason}")], 0
     out = []
-    prev = None
+    first = prev = None
+    n = 0
+    ordered = True
+    control = b.is_control
     for r in recs:
-        if prev is not None and r.offset <= prev:
+        n += 1
+        if not ordered:
+            continue
+        if prev is None:
+            first = r.offset
+        elif r.offset <= prev:
             out.append(Fault("LOG_RECORD_OFFSET_ORDER",
                              f"record offset {r.offset} does not increase within the batch"))
-            return out, len(recs)
+            ordered = False
+            continue
         prev = r.offset
-    # prev is the last record's offset (None: no records)
-    if prev is not None and b.magic == 2 and (
-            recs[0].offset < b.base_offset or prev > b.last_offset):
-        out.append(Fault("LOG_RECORD_OFFSET_RANGE",
-                         f"record offsets {recs[0].offset}..{prev} fall outside the batch's "
-                         f"{b.base_offset}..{b.last_offset}"))
-    if isinstance(b, LegacyBatch):
-        try:
-            bad = b.inner_crc_failures()
-        except CorruptDataError:
-            bad = []
-        out += [Fault("LOG_INNER_CRC_MISMATCH", f"inner message at offset {off} of a compressed "
-                      "wrapper fails its CRC-32") for off in bad]
-    if b.is_control:
-        for r in recs:
+        if control:
             try:
                 parse_control(r.key, r.value)
             except CorruptDataError as e:
                 out.append(Fault("LOG_CONTROL_INVALID",
                                  f"control record at offset {r.offset}: {e.reason}"))
-    return out, len(recs)
+    if not ordered:
+        return out, n
+    # first and prev: the first and last record's offsets (None: no records)
+    if first is not None and prev is not None and b.magic == 2 and (
+            first < b.base_offset or prev > b.last_offset):
+        out.append(Fault("LOG_RECORD_OFFSET_RANGE",
+                         f"record offsets {first}..{prev} fall outside the batch's "
+                         f"{b.base_offset}..{b.last_offset}"))
+    if isinstance(b, LegacyBatch):
+        with contextlib.suppress(CorruptDataError):  # decoded above, so it does not fail
+            out += [Fault("LOG_INNER_CRC_MISMATCH", f"inner message at offset {off} of a "
+                          "compressed wrapper fails its CRC-32") for off in b.inner_crc_failures()]
+    return out, n
 
 
 @dataclass

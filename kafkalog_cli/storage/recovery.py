@@ -34,9 +34,10 @@ from kafkalog_cli.codec.checkpoint import (
     format_leader_epochs,
     parse_leader_epochs,
 )
+from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.batch_rules import BatchRules
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
@@ -46,7 +47,6 @@ from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, Rebuilt, rebuild_segment
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
-from kafkalog_cli.storage.safety import ensure_mutable
 from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
 
 
@@ -67,7 +67,7 @@ class Action:
         if self.to is not None:
             d["to"] = str(self.to)
         if self.start is not None:
-            d["bytes"] = [self.start, self.end]
+            d["positions"] = [self.start, self.end]  # the byte range cut
         if self.offsets is not None:
             d["offsets"] = list(self.offsets)
         if self.records is not None:
@@ -117,12 +117,19 @@ def recover_command(pdir: Path, *, full: bool = False, force: bool = False) -> s
             + (" --force" if force else ""))
 
 
-def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None]:
-    """Batches passing their CRC that lie after byte `start` (skipping damage), their
-    records and offset range: what a cut at `start` drops besides the bad batch there."""
+def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None, bool]:
+    """Batches passing their CRC that lie after byte `start` (skipping damage; -1: all of
+    them), their records and offset range: what a cut at `start` drops besides the bad
+    batch there; and whether the search for them gave up somewhere (its work cap spent:
+    more may follow)."""
     batches = records = 0
     first = last = None
-    for pos, b in iter_batches(path, max(start, 0), on_damage=lambda d: None, resync=True):
+    unsearched = False
+
+    def on_damage(d: Damage) -> None:
+        nonlocal unsearched
+        unsearched = unsearched or d.code == "unsearched"
+    for pos, b in iter_batches(path, max(start, 0), on_damage=on_damage, resync=True):
         if pos <= start or not b.is_valid():
             continue
         batches += 1
@@ -130,7 +137,7 @@ def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | No
             records += b.count
         first = b.last_offset if first is None else first
         last = b.last_offset
-    return batches, records, first, last
+    return batches, records, first, last, unsearched
 
 
 def _effective_segments(part: PartitionDir, loader: list[LoaderAction]) -> list[Segment]:
@@ -216,12 +223,20 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool) 
     LogLoader does; False (and a problem) when whole batches follow and not `force`."""
     seg, later = segs[i], segs[i + 1:]
     stop = r.stop.reason if r.stop else "incomplete batch at the end"
-    nb, nrec, first, last = _count_after(seg.log_path, r.valid_bytes)
+    nb, nrec, first, last, unsearched = _count_after(seg.log_path, r.valid_bytes)
     later_batches = later_records = 0
     for s in later:
-        b, n, _first, _last = _count_after(s.log_path, -1)
+        b, n, _first, _last, gave_up = _count_after(s.log_path, -1)
         later_batches += b
         later_records += n
+        unsearched = unsearched or gave_up
+    if unsearched and not force:
+        plan.problems.append(Problem(
+            seg.log_path, r.valid_bytes,
+            f"{stop}; whether valid data follows is unknown: the search for batches "
+            "after the damage gave up (too many look-alike headers to check). Salvage "
+            "what follows first, or rerun with --force to truncate"))
+        return False
     if (nb or later_batches) and not force:
         plan.problems.append(Problem(
             seg.log_path, r.valid_bytes,
@@ -321,32 +336,31 @@ def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> Non
     """Carry the plan out; every step is a crash point, and each leaves a state that the
     next run of plan+apply completes."""
     apply_loader_actions(plan.loader, quarantine, fsync=fsync)
+    root = plan.part.path.parent
     truncated: set[Path] = set()
     for a in plan.actions:
         if a.kind == "truncate":
             assert a.start is not None and a.end is not None
+            safety.ensure_mutable(a.path, root)  # before its bytes are saved
             quarantine.save_range(a.path, a.start, a.end, a.reason,
                                   offsets=list(a.offsets) if a.offsets else None,
                                   records=a.records)
-            ensure_mutable(a.path, plan.part.path.parent)
             crash_point("recover.truncate.before")
-            with open(a.path, "r+b") as f:
+            with safety.open_file(a.path, root, "existing") as f:
                 f.truncate(a.start)
                 if fsync:
                     os.fsync(f.fileno())
             crash_point("recover.truncate.after")
             truncated.add(a.path)
         elif a.kind == "rebuild-index":
-            if a.path.exists():
-                ensure_mutable(a.path, plan.part.path.parent)
             crash_point("recover.index.before")
-            atomic_write(a.path, a.data or b"", fsync=fsync)
+            atomic_write(a.path, a.data or b"", root=root, fsync=fsync)
             crash_point("recover.index.after")
         elif a.kind == "rewrite":  # a copy of the old file goes to the quarantine first
-            ensure_mutable(a.path, plan.part.path.parent)
+            safety.ensure_mutable(a.path, root)
             quarantine.save_range(a.path, 0, a.path.stat().st_size, a.reason)
             crash_point("recover.rewrite.before")
-            atomic_write(a.path, a.data or b"", fsync=fsync)
+            atomic_write(a.path, a.data or b"", root=root, fsync=fsync)
             crash_point("recover.rewrite.after")
     # later segments go newest first, `.log` before its indexes, so a crash leaves at most
     # orphan indexes (which the next run removes), never a log missing its predecessors
