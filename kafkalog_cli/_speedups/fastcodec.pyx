@@ -73,6 +73,8 @@ cdef enum:
     E_HEADER_KEY_NULL = 9
     E_HEADER_PAST = 10
     E_HEADER_KEY_UTF8 = 11
+    E_OFFSET_OVERFLOW = 12   # base + delta past a long (Java would wrap it)
+    E_TIMESTAMP_OVERFLOW = 13
 
 cdef struct Err:
     int code
@@ -223,6 +225,10 @@ cdef inline bint _add_overflows(int64_t a, int64_t b) noexcept nogil:
     return (b > 0 and a > I64_MAX - b) or (b < 0 and a < I64_MIN - b)
 
 
+_OFFSET_OVERFLOW = "record offset does not fit a long"
+_TIMESTAMP_OVERFLOW = "record timestamp does not fit a long"
+
+
 # --- one record's layout -------------------------------------------------------------------
 # _parse_record checks a record against every rule of the pure decoder, in its order, and
 # notes where its parts are; the two consumers below (Record objects, Arrow columns) then
@@ -245,6 +251,16 @@ cdef inline int _fail(Err *err, int code, int64_t pos, int64_t value) noexcept:
     err.pos = pos
     err.value = value
     return code
+
+
+cdef inline int _overflows(int64_t base_offset, int64_t base_timestamp, bint create_time,
+                           Rec *r, int64_t start, Err *err) noexcept:
+    """The pure decoder's range checks of a parsed record's offset and CreateTime."""
+    if _add_overflows(base_offset, r.offset_delta):
+        return _fail(err, E_OFFSET_OVERFLOW, start, 0)
+    if create_time and _add_overflows(base_timestamp, r.ts_delta):
+        return _fail(err, E_TIMESTAMP_OVERFLOW, start, 0)
+    return 0
 
 
 cdef inline bint _utf8_ok(const unsigned char *s, int32_t n):
@@ -403,11 +419,10 @@ cdef list _header_list(const unsigned char *p, int64_t end, Rec *r):
 
 
 cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t base_timestamp,
-                    int64_t base_sequence, object log_append_time, object base_offset_obj,
-                    object base_timestamp_obj, Err *err):
+                    int64_t base_sequence, object log_append_time, Err *err):
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef int64_t end = PyBytes_GET_SIZE(data)
-    cdef int64_t pos = 0
+    cdef int64_t pos = 0, start
     cdef Rec r
     cdef Py_ssize_t i, n_alloc
     cdef bint fast = _fast_record
@@ -424,7 +439,9 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
         n_alloc = 0
     out = PyList_New(n_alloc)
     for i in range(count):
-        if _parse_record(p, end, &pos, &r, err):
+        start = pos
+        if _parse_record(p, end, &pos, &r, err) or _overflows(base_offset, base_timestamp,
+                                                              lat_none, &r, start, err):
             return None
         if r.klen >= 0:
             key = PyBytes_FromStringAndSize(<const char *>p + r.kpos, r.klen)
@@ -438,14 +455,9 @@ cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t b
 
         seq_obj = minus_one if base_sequence < 0 else \
             PyLong_FromLongLong(_sequence(base_sequence, r.offset_delta))
-        if _add_overflows(base_offset, r.offset_delta):
-            offset_obj = base_offset_obj + r.offset_delta
-        else:
-            offset_obj = PyLong_FromLongLong(base_offset + r.offset_delta)
+        offset_obj = PyLong_FromLongLong(base_offset + r.offset_delta)
         if not lat_none:
             ts_obj = log_append_time
-        elif _add_overflows(base_timestamp, r.ts_delta):
-            ts_obj = base_timestamp_obj + r.ts_delta
         else:
             ts_obj = PyLong_FromLongLong(base_timestamp + r.ts_delta)
 
@@ -499,6 +511,10 @@ cdef _raise(Err *e):
         msg = "record header runs past the record"
     elif code == E_HEADER_KEY_UTF8:
         msg = "header key is not valid UTF-8"
+    elif code == E_OFFSET_OVERFLOW:
+        msg = _OFFSET_OVERFLOW
+    elif code == E_TIMESTAMP_OVERFLOW:
+        msg = _TIMESTAMP_OVERFLOW
     else:
         msg = f"records section does not decode (error {code})"
     raise CorruptBatch(msg, pos=e.pos)
@@ -533,7 +549,7 @@ def decode_records(data, count, base_offset, base_timestamp, base_sequence, log_
     err.pos = 0
     err.value = 0
     result = _decode(<bytes>data, c_count, c_offset, c_timestamp, c_sequence, log_append_time,
-                     base_offset, base_timestamp, &err)
+                     &err)
     if err.code:
         _raise(&err)
     return result
@@ -869,7 +885,6 @@ _BITMAPS = frozenset({"timestamp_valid", "key_valid", "value_valid", "leaderEpoc
 
 cdef int64_t _US_LIMIT = 9223372036854775  # |ms| beyond this has no microsecond timestamp
 cdef int64_t _BINARY_LIMIT = 2147483647  # Arrow binary: int32 offsets
-_OFFSET_OVERFLOW = "record offset does not fit a long"
 
 
 cdef inline int _put8(Buf* b, int64_t v) except -1:
@@ -1009,12 +1024,11 @@ cdef class RecordColumns:
         lo <= offset < until (None: unbounded). Returns how many were kept."""
         cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
         cdef int64_t end = PyBytes_GET_SIZE(data)
-        cdef int64_t pos = 0, hpos, kpos, offset
+        cdef int64_t pos = 0, hpos, kpos, offset, start
         cdef int64_t c_lo = I64_MIN if lo is None else lo
         cdef int64_t c_until = I64_MAX if until is None else until
         cdef bint bounded = until is not None
         cdef bint lat = log_append_time is not None
-        cdef bint overflow = False
         cdef int64_t lat_ms = log_append_time if lat else 0
         cdef Rec r
         cdef Err err
@@ -1030,21 +1044,16 @@ cdef class RecordColumns:
         err.value = 0
         try:
             for i in range(count):
-                if _parse_record(p, end, &pos, &r, &err):
-                    break
-                if _add_overflows(base_offset, r.offset_delta):
-                    # kept by the bounds? then the batch fails, after the decoding checks
-                    if (not bounded) if r.offset_delta > 0 else (lo is None):
-                        overflow = True
-                    continue
+                start = pos
+                if _parse_record(p, end, &pos, &r, &err) or \
+                        _overflows(base_offset, base_timestamp, not lat, &r, start, &err):
+                    break  # RecordBatch.records() fails the batch, whatever the bounds
                 offset = base_offset + r.offset_delta
                 if offset < c_lo or (bounded and offset >= c_until):
                     continue
                 _put8(&self.b[C_OFFSET], offset)
                 if lat:
                     self._timestamp(lat_ms, True)
-                elif _add_overflows(base_timestamp, r.ts_delta):
-                    self._timestamp(0, False)
                 else:
                     self._timestamp(base_timestamp + r.ts_delta, True)
                 _put_binary(&self.b[C_KEY_VALID], &self.b[C_KEY_OFFS], &self.b[C_KEY_DATA],
@@ -1069,8 +1078,6 @@ cdef class RecordColumns:
                     _fail(&err, E_TRAILING, pos, end - pos)
             if err.code:
                 _raise(&err)
-            if overflow:
-                raise CorruptBatch(_OFFSET_OVERFLOW)
         except BaseException:
             self._rollback(marks, rows0, nheaders0)
             raise

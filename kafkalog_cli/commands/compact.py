@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -14,6 +15,7 @@ from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import progress
+from kafkalog_cli.output.render import json_bytes
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.compaction import CleanerConfig, clean_round, cleanable_range, replay
@@ -85,7 +87,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             raise UsageError(f"{p}: compact a partition dir or a log dir")
     report: list[dict[str, Any]] = []
     work = False
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     with ExitStack() as stack:
         parts = lock_dirs(parts, stack, dry_run=dry_run)
         bar = stack.enter_context(progress(partition_bytes(parts), "compact"))
@@ -100,7 +102,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             if fmt == "text":
                 out.write(_text(entry, dry_run) + "\n")
     if fmt == "json":
-        out.write(orjson.dumps({"now": now, "dryRun": dry_run, "partitions": report},
+        out.write(json_bytes({"now": now, "dryRun": dry_run, "partitions": report},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
     return 4 if dry_run and work else 0
 

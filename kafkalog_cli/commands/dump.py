@@ -19,7 +19,7 @@ from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import decoding, options, v07
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.output.console import warn
-from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
+from kafkalog_cli.output.render import Renderer, json_bytes, make_renderer, payload_encoder
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.logdir import PartitionDir, open_target
@@ -82,6 +82,13 @@ class Dumper:
         self.fast_jsonl: Callable[[str, int, str, list], bytes] | None = None  # type: ignore[type-arg]
         self.decoding = decoding.Decoding("none")
 
+    def undecodable(self, file: str, pos: int, e: CorruptDataError, what: str) -> None:
+        """A batch whose records (or, for a legacy wrapper, base offset) do not decode: one
+        warning at its file and byte, and the dump goes on."""
+        self.problems += 1
+        e.located(file, pos)
+        warn(f"{e.path}:{e.pos}: {what} do not decode: {e.reason}")
+
     def damage(self, path: Path) -> Callable[[Damage], None]:
         def report(d: Damage) -> None:
             self.problems += 1
@@ -102,14 +109,20 @@ class Dumper:
             if not f.batch_ok(b):
                 continue
             if self.batches:
-                out.row(batch_row(b, pos, file))
+                try:  # a legacy wrapper's base offset and count come from its inner messages
+                    if b.magic < 2 and b.compression:
+                        b.records(self.max_decompressed)  # kept: decoded once, under the cap
+                    row = batch_row(b, pos, file)
+                except CorruptDataError as e:
+                    self.undecodable(file, pos, e, "inner messages")
+                    continue
+                out.row(row)
             if not self.records:
                 continue
             try:
                 recs = b.records(self.max_decompressed)
             except CorruptDataError as e:
-                self.problems += 1
-                warn(f"{file}:{pos}: records do not decode: {e.reason}")
+                self.undecodable(file, pos, e, "records")
                 continue
             tstype = TIMESTAMP_TYPES[b.timestamp_type]
             control = b.is_control
@@ -198,11 +211,11 @@ class Dumper:
                          "lastTimestamp": p.timestamp, "lastSequence": p.last_sequence,
                          "lastOffset": p.last_offset, "offsetDelta": p.offset_delta})
         elif fn.kind is naming.FileKind.LEADER_EPOCH:
-            for epoch, start in parse_leader_epochs(path.read_text("utf-8")):
+            for epoch, start in parse_leader_epochs(path.read_bytes()):
                 out.row({"kind": "leader-epoch", "file": file, "epoch": epoch,
                          "startOffset": start})
         elif fn.name in naming.ROOT_CHECKPOINTS:
-            for (t, p), off in parse_offsets(path.read_text("utf-8")).items():
+            for (t, p), off in parse_offsets(path.read_bytes()).items():
                 out.row({"kind": "checkpoint-entry", "file": file, "topic": t, "partition": p,
                          "offset": off})
         elif fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
@@ -233,7 +246,7 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:
     def write(topic: str, partition: int, tstype: str, recs: list) -> bytes:  # type: ignore[type-arg]
         prefix = prefixes.get((topic, partition))
         if prefix is None:
-            prefix = orjson.dumps({"kind": "record", "topic": topic, "partition": partition,
+            prefix = json_bytes({"kind": "record", "topic": topic, "partition": partition,
                                    "offset": 0})[:-2]  # up to "offset":
             prefixes[(topic, partition)] = prefix
         t = types.get(tstype)
@@ -399,7 +412,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
                     try:
                         d.other_file(target.path, fn)
                     except CorruptDataError as e:
-                        raise e.located(str(target.path)) from None
+                        raise e.located(str(target.path), 0) from None
             else:
                 for part in target.partitions():
                     d.partition(part)

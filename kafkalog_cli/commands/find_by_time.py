@@ -30,7 +30,8 @@ def _text(row: dict[str, Any]) -> str:
 
 
 @click.command("find-by-time", epilog="Exit codes: 0 done (an offset of null means no record "
-               "matches), 8 operational error, 16 usage error.")
+               "matches), 4 a batch the search reads does not decode (its file and byte on "
+               "stderr), 8 operational error, 16 usage error.")
 @options.paths_argument
 @click.option("--timestamp", "-t", "when", required=True, metavar="T",
               help="Epoch ms, ISO-8601 with a zone, or earliest / latest / max-timestamp.")

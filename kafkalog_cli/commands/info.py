@@ -9,7 +9,8 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options, v07
-from kafkalog_cli.output.console import human_time
+from kafkalog_cli.output.console import ESCAPE, human_time
+from kafkalog_cli.output.render import json_bytes
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import open_target
 from kafkalog_cli.storage.overview import lock_state, partition_info
@@ -48,7 +49,7 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
             report.append(entry)
     out = sys.stdout.buffer
     if fmt == "json":
-        out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+        out.write(json_bytes(report, option=orjson.OPT_INDENT_2) + b"\n")
         return 0
     from tabulate import tabulate
 
@@ -69,5 +70,5 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
                               tablefmt="simple" if fmt == "table" else "plain"))
         if entry.get("unknownFiles"):
             lines.append("unknown: " + ", ".join(entry["unknownFiles"]))
-        out.write(("\n".join(lines) + "\n\n").encode())
+        out.write(("\n".join(lines) + "\n\n").encode("utf-8", ESCAPE))
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.output.console import progress
+from kafkalog_cli.output.render import json_bytes
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
@@ -105,7 +107,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                            quarantine_dir=quarantine_dir, no_quarantine=no_quarantine, fmt=fmt)
     report: list[dict[str, Any]] = []
     changed = problems = 0
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     with ExitStack() as stack:
         targets = [open_target(p) for p in paths]
         parts = [x for t in targets for x in t.partitions()]
@@ -169,7 +171,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             for log_dir, updates in hw_updates.items():
                 update_offsets(log_dir / naming.REPLICATION, updates)
     if fmt == "json":
-        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report},
+        out.write(json_bytes({"dryRun": dry_run, "partitions": report},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
     elif not changed and not problems:
         out.write("nothing to do\n")

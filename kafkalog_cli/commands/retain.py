@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -13,6 +14,7 @@ import orjson
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import lock_dirs
 from kafkalog_cli.errors import CorruptDataError, UsageError
+from kafkalog_cli.output.render import json_bytes
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets
 from kafkalog_cli.storage.logdir import open_target
@@ -79,7 +81,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     per_topic = _topic_config(topic_config)
     summary: list[dict[str, Any]] = []
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     with ExitStack() as stack:
         parts = [x for p in paths for x in open_target(p).partitions()]
         parts = lock_dirs(parts, stack, dry_run=dry_run)
@@ -127,6 +129,6 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                 for note in plan.notes:
                     out.write(f"note: {note}\n")
     if fmt == "json":
-        out.write(orjson.dumps({"now": now, "partitions": summary},
+        out.write(json_bytes({"now": now, "partitions": summary},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0

@@ -7,6 +7,7 @@ In 0.7, `offset` is the byte offset of a message's entry in the partition's stre
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,8 +24,8 @@ from kafkalog_cli.errors import (
     CorruptDataError,
     UsageError,
 )
-from kafkalog_cli.output.console import note, warn
-from kafkalog_cli.output.render import make_renderer
+from kafkalog_cli.output.console import ESCAPE, note, warn
+from kafkalog_cli.output.render import json_bytes, make_renderer
 from kafkalog_cli.storage.check import CheckOptions, Stats
 from kafkalog_cli.storage.findings import Findings
 from kafkalog_cli.storage.lock import LogDirLock
@@ -200,7 +201,7 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
         if t.kind == "file":
             raise UsageError(f"{t.path}: name the partition dir or log dir, not a segment "
                              "(0.7 recovers the newest segment of a partition)")
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     report: list[Row] = []
     changed = problems = 0
     with ExitStack() as stack:
@@ -232,7 +233,7 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
                            "logEndOffset": plan.log_end_offset, "actions": rows,
                            "problems": probs})
     if fmt == "json":
-        out.write(orjson.dumps({"dryRun": dry_run, "partitions": report},
+        out.write(json_bytes({"dryRun": dry_run, "partitions": report},
                                option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         for r in report:
@@ -277,9 +278,9 @@ def info(ts: list[Target07], fmt: str) -> int:
             entry["mixedDirs"] = [str(d) for d in t.modern_dirs]
         entry["partitions"] = [_partition_info(p) for p in t.partitions]
         report.append(entry)
-    out = click.get_binary_stream("stdout")
+    out = sys.stdout.buffer
     if fmt == "json":
-        out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+        out.write(json_bytes(report, option=orjson.OPT_INDENT_2) + b"\n")
         return 0
     from tabulate import tabulate
 
@@ -298,7 +299,7 @@ def info(ts: list[Target07], fmt: str) -> int:
                                 tablefmt="simple" if fmt == "table" else "plain")]
         if entry.get("mixedDirs"):
             lines.append("0.8+ partition dirs here too (mixed): " + ", ".join(entry["mixedDirs"]))
-        out.write(("\n".join(lines) + "\n\n").encode())
+        out.write(("\n".join(lines) + "\n\n").encode("utf-8", ESCAPE))
     return 0
 
 

@@ -15,6 +15,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from kafkalog_cli.output.console import ESCAPE, shown
+
 FORMATS = ("text", "json", "jsonl", "csv", "table")
 PAYLOADS = ("utf8", "base64", "hex")
 
@@ -42,6 +44,25 @@ except ImportError:
     utf8_visible = _utf8_visible_pure
 
 
+def json_bytes(obj: Any, option: int = 0) -> bytes:
+    """orjson.dumps; a name from the file system that is not UTF-8 (orjson refuses its
+    surrogate escapes) is written with those bytes as \\xNN."""
+    try:
+        return orjson.dumps(obj, option=option)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_shown_deep(obj), option=option)
+
+
+def _shown_deep(v: Any) -> Any:
+    if isinstance(v, str):
+        return shown(v)
+    if isinstance(v, dict):
+        return {_shown_deep(k): _shown_deep(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_shown_deep(x) for x in v]
+    return v
+
+
 class Renderer:
     def __init__(self, out: BinaryIO | None = None) -> None:
         self.out = out or sys.stdout.buffer
@@ -58,7 +79,7 @@ class Renderer:
 
 class JsonlRenderer(Renderer):
     def row(self, row: dict[str, Any]) -> None:
-        self.out.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
+        self.out.write(json_bytes(row, orjson.OPT_APPEND_NEWLINE))
 
 
 class JsonRenderer(Renderer):
@@ -71,7 +92,7 @@ class JsonRenderer(Renderer):
     def row(self, row: dict[str, Any]) -> None:
         self.out.write(b"[\n" if self._first else b",\n")
         self._first = False
-        self.out.write(orjson.dumps(row))
+        self.out.write(json_bytes(row))
 
     def close(self) -> None:
         self.out.write(b"[]\n" if self._first else b"\n]\n")
@@ -85,7 +106,7 @@ TIME_KEYS = frozenset({"timestamp", "maxTimestamp", "lastTimestamp", "deleteHori
 
 def _cell(v: Any, key: str | None = None) -> Any:
     if isinstance(v, (list, dict)):
-        return orjson.dumps(v).decode()
+        return json_bytes(v).decode()
     if key in TIME_KEYS and isinstance(v, int) and v >= 0:
         from kafkalog_cli.output.console import human_time
 
@@ -96,7 +117,8 @@ def _cell(v: Any, key: str | None = None) -> Any:
 class CsvRenderer(Renderer):
     def __init__(self, out: BinaryIO | None = None, columns: list[str] | None = None) -> None:
         super().__init__(out)
-        self._text = io.TextIOWrapper(self.out, encoding="utf-8", newline="", write_through=True)
+        self._text = io.TextIOWrapper(self.out, encoding="utf-8", errors=ESCAPE, newline="",
+                                      write_through=True)
         self._columns = columns
         self._writer: csv.DictWriter[str] | None = None
 
@@ -141,7 +163,7 @@ class TableRenderer(Renderer):
             cols = self._columns or list(g[0])
             table = tabulate([[_cell(r.get(c), c) for c in cols] for r in g], headers=cols,
                              tablefmt="simple", disable_numparse=True)
-            self.out.write(table.encode() + b"\n\n")
+            self.out.write(table.encode("utf-8", ESCAPE) + b"\n\n")
         self._rows = []
 
     def close(self) -> None:
@@ -158,10 +180,10 @@ class TextRenderer(Renderer):
     def row(self, row: dict[str, Any]) -> None:
         line = self._fmt(row)
         if line is not None:
-            self.out.write(line.encode("utf-8", "backslashreplace") + b"\n")
+            self.out.write(line.encode("utf-8", ESCAPE) + b"\n")
 
     def text(self, line: str) -> None:
-        self.out.write(line.encode("utf-8", "backslashreplace") + b"\n")
+        self.out.write(line.encode("utf-8", ESCAPE) + b"\n")
 
 
 def make_renderer(fmt: str, text_formatter: Callable[[dict[str, Any]], str | None],

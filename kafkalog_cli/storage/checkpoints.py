@@ -18,9 +18,9 @@ def read_offsets(path: Path) -> dict[tuple[str, int], int]:
     except FileNotFoundError:
         return {}
     try:
-        return parse_offsets(data.decode("utf-8"))
+        return parse_offsets(data)
     except CorruptDataError as e:
-        raise e.located(str(path)) from None
+        raise e.located(str(path), 0) from None
 
 
 def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,

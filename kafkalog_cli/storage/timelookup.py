@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 
 from kafkalog_cli.codec import index_entry as ie
+from kafkalog_cli.errors import locating
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.reader import seek_position
@@ -99,10 +100,12 @@ def _in_segment(seg: Segment, target: int, log_start: int) -> Found:
         except OSError:
             pass
     pos = seek_position(seg, max(offset_hint, log_start))
-    for _pos, b in seg.batches(pos):
+    for bpos, b in seg.batches(pos):
         if b.max_timestamp < target or b.last_offset < log_start:
             continue
-        for r in b.records():
+        with locating(seg.log_path, bpos):  # records that do not decode: an error, as Kafka's
+            recs = b.records()
+        for r in recs:
             if r.timestamp >= target and r.offset >= log_start:
                 return Found(r.offset, r.timestamp)
     return Found(None, None)

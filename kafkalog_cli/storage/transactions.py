@@ -127,7 +127,7 @@ def partition_transactions(part: PartitionDir,
     log_end = first_base
     for seg in segs:
         log_end = max(log_end, seg.base_offset)
-        for _pos, b in seg.batches(on_damage=on_damage):
+        for pos, b in seg.batches(on_damage=on_damage):
             log_end = max(log_end, b.last_offset + 1)
             pid = b.producer_id
             if b.magic < 2 or pid < 0:
@@ -143,6 +143,10 @@ def partition_transactions(part: PartitionDir,
                     continue
             try:
                 entry = state.append(b)
+            except CorruptDataError as e:
+                notes.append(f"{e.located(str(seg.log_path), pos)} (batch at offset "
+                             f"{b.base_offset})")
+                continue
             except KafkalogError as e:
                 notes.append(f"batch at offset {b.base_offset}: {e}")
                 continue
