@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench fixtures clean kafka-ref
+.PHONY: demo test fuzz bench fixtures clean kafka-ref
 
 $(STAMP): pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ demo: $(STAMP)
 
 test: $(STAMP) kafka-ref
 	$(PY) -m pytest -q -n 2 tests
+
+# Long fuzz run on a fresh seed (printed first): every reader on >= 100 000 mutated inputs,
+# big inputs included. KAFKALOG_FUZZ_CASES / KAFKALOG_FUZZ_SEED / KAFKALOG_FUZZ_JOBS override.
+fuzz: $(STAMP)
+	KAFKALOG_FUZZ_BIG=1 $(PY) -m tests.faults.fuzzing --cases $${KAFKALOG_FUZZ_CASES:-100000}
 
 # Rebuild the committed fixtures (a test checks they are reproducible).
 fixtures: $(STAMP)

@@ -59,13 +59,18 @@ class LegacyBatch:
     def __init__(self, data: bytes | memoryview) -> None:
         self.last_offset, self.length, self.crc, self.magic, self.attributes = \
             LEGACY_V0_HEAD.unpack_from(data, 0)
+        # errors are positioned relative to the entry's first byte
         if self.length < MIN_ENTRY_SIZE:
-            raise CorruptBatch(f"message size {self.length} is below the minimum {MIN_ENTRY_SIZE}")
+            raise CorruptBatch(f"message size {self.length} is below the minimum {MIN_ENTRY_SIZE}",
+                               pos=LOG_OVERHEAD_SIZE - LEGACY_LEN.size)
         end = LOG_OVERHEAD_SIZE + self.length
+        if len(data) < end:
+            raise CorruptBatch(f"message of {self.length} bytes runs past the end of the data",
+                               pos=LOG_OVERHEAD_SIZE - LEGACY_LEN.size)
         pos = LEGACY_V0_HEAD_SIZE
         if self.magic == 1:
             if end < pos + LEGACY_V1_TS.size:
-                raise CorruptBatch("magic-1 message too short for its timestamp")
+                raise CorruptBatch("magic-1 message too short for its timestamp", pos=pos)
             (self.timestamp,) = LEGACY_V1_TS.unpack_from(data, pos)
             pos += LEGACY_V1_TS.size
         else:
@@ -73,7 +78,7 @@ class LegacyBatch:
         self.key, pos = _read_bytes(data, pos, end)
         self.value, pos = _read_bytes(data, pos, end)
         if pos != end:
-            raise CorruptBatch(f"{end - pos} bytes remain after the message value")
+            raise CorruptBatch(f"{end - pos} bytes remain after the message value", pos=pos)
         self._data = data
         self._inner: list[Record] | None = None
 
@@ -147,15 +152,9 @@ class LegacyBatch:
             raise CorruptBatch("compressed wrapper message has a null value")
         if self.compression == codecs.ZSTD:
             raise CorruptBatch("zstd is not allowed below magic 2")
-        inner_set = codecs.decompress(self.compression, self.value,
-                                           max_size=max_decompressed,
-                                           legacy_lz4=self.magic == 0)
-        inner = [LegacyBatch(e) for e in _split_entries(inner_set)]
+        inner = self._inner_messages(max_decompressed)
         if not inner:
             raise CorruptBatch("compressed wrapper message holds no inner messages")
-        for m in inner:
-            if m.compression != codecs.NONE:
-                raise CorruptBatch("compressed wrapper holds a compressed inner message")
         if self.magic == 0:
             delta = 0  # v0: inner offsets are absolute
         else:
@@ -177,40 +176,59 @@ class LegacyBatch:
                               m.attributes, m.crc))
         return out
 
+    def _inner_messages(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+                        ) -> list[LegacyBatch]:
+        """The wrapper's inner messages. An error in them names its byte in the inflated
+        message set (in the reason); the position stays the wrapper's."""
+        inner_set = codecs.decompress(self.compression, self.value or b"",
+                                      max_size=max_decompressed, legacy_lz4=self.magic == 0)
+        what = f"the {codecs.name(self.compression)}-decompressed message set"
+        out = []
+        for pos, entry in _split_entries(inner_set, what):
+            try:
+                m = LegacyBatch(entry)
+                if m.compression != codecs.NONE:  # Kafka does not nest wrappers
+                    raise CorruptBatch("compressed wrapper holds a compressed inner message",
+                                       pos=LEGACY_V0_HEAD_SIZE - 1)
+            except CorruptBatch as e:
+                raise e.located(None, pos).nested(what) from None
+            out.append(m)
+        return out
+
     def inner_crc_failures(self) -> list[int]:
         """Offsets of inner messages whose own CRC does not match (deep verification)."""
         if self.compression == codecs.NONE:
             return []
-        inner_set = codecs.decompress(self.compression, self.value or b"",
-                                           legacy_lz4=self.magic == 0)
-        return [m.last_offset for m in map(LegacyBatch, _split_entries(inner_set))
-                if not m.is_valid()]
+        return [m.last_offset for m in self._inner_messages() if not m.is_valid()]
 
 
 def _read_bytes(data: bytes | memoryview, pos: int, end: int) -> tuple[memoryview | None, int]:
-    if pos + 4 > end:
-        raise CorruptBatch("message is too short for its length fields")
+    if pos + LEGACY_LEN.size > end:
+        raise CorruptBatch("message is too short for its length fields", pos=pos)
     (n,) = LEGACY_LEN.unpack_from(data, pos)
-    pos += 4
     if n < 0:
-        return None, pos
-    if pos + n > end:
-        raise CorruptBatch(f"message field of {n} bytes runs past the message")
+        return None, pos + LEGACY_LEN.size
+    if pos + LEGACY_LEN.size + n > end:
+        raise CorruptBatch(f"message field of {n} bytes runs past the message", pos=pos)
+    pos += LEGACY_LEN.size
     return memoryview(data)[pos:pos + n], pos + n
 
 
-def _split_entries(data: bytes) -> list[memoryview]:
+def _split_entries(data: bytes, what: str) -> list[tuple[int, memoryview]]:
+    """(position, bytes) of each inner message of an inflated message set."""
     mv = memoryview(data)
     out = []
     pos = 0
     end = len(mv)
     while pos < end:
         if end - pos < LOG_OVERHEAD_SIZE:
-            raise CorruptBatch("inner message set ends inside an entry header")
+            raise CorruptBatch("inner message set ends inside an entry header",
+                               pos=pos).nested(what)
         _off, size = LOG_OVERHEAD.unpack_from(mv, pos)
         if size < MIN_ENTRY_SIZE or pos + LOG_OVERHEAD_SIZE + size > end:
-            raise CorruptBatch(f"inner message of size {size} does not fit")
-        out.append(mv[pos:pos + LOG_OVERHEAD_SIZE + size])
+            raise CorruptBatch(f"inner message of size {size} does not fit",
+                               pos=pos).nested(what)
+        out.append((pos, mv[pos:pos + LOG_OVERHEAD_SIZE + size]))
         pos += LOG_OVERHEAD_SIZE + size
     return out
 

@@ -35,8 +35,9 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
 
 
 @click.command("retain", epilog="Exit codes: 0 done (whether or not anything was deleted), "
-               "8 operational error (e.g. the log dir lock is held), 16 usage error. Silent "
-               "unless something happened; --format json always prints a summary.")
+               "4 a checkpoint or batch it must read does not decode (its file and byte on "
+               "stderr), 8 operational error (e.g. the log dir lock is held), 16 usage error. "
+               "Silent unless something happened; --format json always prints a summary.")
 @options.paths_argument
 @click.option("--retention-ms", type=int, default=-1, show_default=True,
               help="retention.ms (-1: no time retention).")

@@ -59,7 +59,8 @@ ROOT_FILES = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint
 
 # documented exit codes per command (their --help epilogs)
 EXITS = {"dump": {0, 4, 8, 16}, "verify": {0, 4, 8, 16}, "find-by-time": {0, 4, 8, 16},
-         "info": {0, 8, 16}, "txn": {0, 4, 8, 16}, "recover": {0, 1, 4, 8, 16}}
+         "info": {0, 8, 16}, "txn": {0, 4, 8, 16}, "recover": {0, 1, 4, 8, 16},
+         "index-rebuild": {0, 1, 4, 8, 16}, "compact": {0, 4, 8, 16}, "retain": {0, 4, 8, 16}}
 LOCATED = re.compile(r"^kafkalog: error: (/[^:]*):(\d+): \S")
 OPTION = re.compile(r"(^|\W)--?[a-z][a-z-]*\b")
 
@@ -386,7 +387,7 @@ def _bomb(rng: random.Random, buf: bytearray, big: bool) -> bytearray:
     from kafkalog_cli.codec import compression as codecs
     from kafkalog_cli.codec.batch_v2 import encode_batch, encode_record
 
-    n = rng.choice((1000, 20_000, 100_000) + ((10**6, 5 * 10**6, 2 * CAP // 7) if big else ()))
+    n = rng.choice((1000, 20_000) + ((10**5, 10**6, 5 * 10**6, 2 * CAP // 7) if big else ()))
     codec = rng.choice((codecs.GZIP, codecs.ZSTD, codecs.LZ4))
     head = bytearray(encode_batch([(0, 0, None, None, [])], base_offset=10**6)[:61])
     body = codecs.compress(codec, encode_record(0, 0, None, None) * n)
@@ -483,6 +484,10 @@ def commands(rng: random.Random, t: Template, ld: Path, part: Path, victim: Path
     if not t.v07:
         out.append(["dump", str(part), "--records", "--format", "jsonl", "--no-batches", *cap])
         out.append(["txn", str(part)])
+        # the dry runs of the commands that rewrite read everything too
+        out.append(rng.choice([["index-rebuild", str(part), "--dry-run"],
+                               ["compact", str(part), "--dry-run", "--all"],
+                               ["retain", str(part), "--dry-run", "--retention-ms", "1"]]))
     out.append(["dump", str(victim), "--records", "--print-data", *cap])
     return out
 
@@ -586,15 +591,20 @@ class Report:
     error_lines: int = 0
     unlocated_lines: int = 0
     max_rss_kib: int = 0
+    max_rss_run: str = ""
     slowest: float = 0.0
+    slowest_run: str = ""
     failures: list[dict[str, object]] = field(default_factory=list)
     signatures: dict[str, int] = field(default_factory=dict)
     unlocated_examples: dict[str, str] = field(default_factory=dict)
 
     def add(self, run: Run, case_dir: Path, info: dict[str, object]) -> None:
         self.cases += 1
-        self.max_rss_kib = max(self.max_rss_kib, run.maxrss_kib)
-        self.slowest = max(self.slowest, run.seconds)
+        what = f"{' '.join(run.argv)} ({info['file']}, {info['mutation']})"
+        if run.maxrss_kib > self.max_rss_kib:
+            self.max_rss_kib, self.max_rss_run = run.maxrss_kib, what
+        if run.seconds > self.slowest:
+            self.slowest, self.slowest_run = run.seconds, what
         for line in run.err.splitlines():
             if line.startswith("kafkalog: error:"):
                 self.error_lines += 1
@@ -611,11 +621,16 @@ class Report:
                                       "maxrss_kib": run.maxrss_kib,
                                       "seconds": round(run.seconds, 2)})
 
+    def as_dict(self) -> dict[str, object]:
+        return {**self.summary(), "signatures": self.signatures,
+                "unlocated_examples": self.unlocated_examples, "failures": self.failures}
+
     def summary(self) -> dict[str, object]:
         return {"seed": self.seed, "cases": self.cases, "inputs": self.inputs,
                 "error_lines": self.error_lines, "unlocated_error_lines": self.unlocated_lines,
-                "max_rss_mib": round(self.max_rss_kib / 1024, 1),
-                "slowest_s": round(self.slowest, 2), "failure_kinds": len(self.signatures)}
+                "max_rss_mib": round(self.max_rss_kib / 1024, 1), "max_rss_run": self.max_rss_run,
+                "slowest_s": round(self.slowest, 2), "slowest_run": self.slowest_run,
+                "failure_kinds": len(self.signatures)}
 
 
 def _last_error(err: str) -> str:
@@ -660,7 +675,8 @@ def run_input(rng: random.Random, by_kind: dict[str, list[Input]], work: Path, n
         how += "+dirname"
     input_bytes = sum(f.stat().st_size for f in ld.rglob("*") if f.is_file())
     info = {"seed": seed, "case": number, "file": f"{inp.template.name}/{inp.rel}",
-            "kind": kind, "mutation": how}
+            "kind": kind, "mutation": how, "big": big,
+            "pure": os.environ.get("KAFKALOG_PURE") == "1"}
     argvs = commands(rng, inp.template, ld, part, victim, kind)
     for argv in argvs:
         r = run_one(argv, case_dir, input_bytes)
@@ -723,28 +739,36 @@ def main() -> None:
                     help="also 10 MiB zero-filled indexes and batches of millions of records")
     ap.add_argument("--work", type=Path, help="where case dirs go (default: a temp dir)")
     ap.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    ap.add_argument("--progress", action="store_true", help="a summary on stderr every 30 s")
     a = ap.parse_args()
     work = a.work or Path(tempfile.mkdtemp(prefix="kafkalog-fuzz-"))
+    if a.work is None and a.replay is None:  # failures are replayed from their seed
+        import atexit
+
+        atexit.register(shutil.rmtree, work, True)
     if a.replay is not None or a.jobs <= 1:
         report = fuzz(a.seed, a.cases if a.replay is None else 1, work, only=a.replay,
-                      keep=a.replay is not None, progress=not a.json, big=a.big)
-        _print(report, a.json)
+                      keep=a.replay is not None, progress=a.progress, big=a.big)
+        if a.json:
+            _say(json.dumps(report.as_dict()))
+        else:
+            _print(report.as_dict())
         if a.replay is not None:
             _say(f"case files kept in {work}", sys.stderr)
-        sys.exit(1 if report.failures else 0)
+        sys.exit(1 if report.failures else 0)  # (atexit handlers run on SystemExit)
     # several drivers, each with its own seed suffix, so jobs never repeat a case
     import subprocess
 
-    _say(f"fuzzing {a.cases} cases with seed {a.seed} in {a.jobs} jobs", sys.stderr)
+    _say(f"fuzzing {a.cases} cases with seed {a.seed} in {a.jobs} jobs, in {work}", sys.stderr)
     procs = [subprocess.Popen([sys.executable, "-m", "tests.faults.fuzzing", "--seed",
                                f"{a.seed}.{j}", "--cases", str(-(-a.cases // a.jobs)),
-                               "--jobs", "1", "--json", "--work", str(work / f"job{j}"),
-                               *(["--big"] if a.big else [])],
+                               "--jobs", "1", "--json", "--progress", "--work",
+                               str(work / f"job{j}"), *(["--big"] if a.big else [])],
                               stdout=subprocess.PIPE, text=True) for j in range(a.jobs)]
     bad = False
     for p in procs:
         out, _ = p.communicate()
-        _say(out.rstrip("\n"))
+        _print(json.loads(out))
         bad |= p.returncode != 0
     sys.exit(1 if bad else 0)
 
@@ -755,17 +779,15 @@ def _say(text: str, stream: object = None) -> None:
     out.flush()  # type: ignore[attr-defined]
 
 
-def _print(report: Report, as_json: bool) -> None:
-    if as_json:
-        _say(json.dumps({**report.summary(), "signatures": report.signatures,
-                         "unlocated_examples": report.unlocated_examples,
-                         "failures": report.failures}))
-        return
-    _say(json.dumps(report.summary(), indent=1))
-    for sig, n in sorted(report.signatures.items(), key=lambda kv: -kv[1]):
+def _print(report: dict[str, object]) -> None:
+    _say(json.dumps({k: v for k, v in report.items()
+                     if k not in ("signatures", "unlocated_examples", "failures")}, indent=1))
+    for sig, n in sorted(report["signatures"].items(), key=lambda kv: -kv[1]):  # type: ignore[attr-defined]
         _say(f"{n:6d}  {sig}")
-    for f in report.failures:
+    for f in report["failures"]:  # type: ignore[attr-defined]
         _say(json.dumps(f, indent=1))
+        _say(f"replay: {'KAFKALOG_PURE=1 ' if f['pure'] else ''}python -m tests.faults.fuzzing "
+             f"--seed {f['seed']} --replay {f['case']}{' --big' if f['big'] else ''}")
 
 
 if __name__ == "__main__":
