@@ -344,8 +344,10 @@ def _record_text(row: Row, print_data: bool) -> str:
     return "".join(parts)
 
 
-@click.command("dump", epilog="Exit codes: 0 all read, 4 damage found (reported on stderr), "
-                              "8 operational error, 16 usage error.")
+@click.command("dump", epilog="Exit codes: 0 all read (also when the reader of stdout goes "
+                              "away, as with | head), 4 damage found (reported on stderr, with "
+                              "file and byte), 8 operational error (also: stdout closed), "
+                              "16 usage error.")
 @options.paths_argument
 @click.option("--records", "with_records", is_flag=True,
               help="Also decode and print the records of each batch (deep iteration).")

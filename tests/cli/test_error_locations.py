@@ -239,6 +239,8 @@ def test_dump_with_stdout_closed_is_one_line_and_exit_8(sample):
     assert p.returncode == 8
     assert err == "kafkalog: error: standard output is closed; give it a file or /dev/null " \
                   "(>/dev/null)\n"
+    assert "8 operational error (also: stdout closed)" in " ".join(
+        run("dump", "--help").text.split())
 
 
 @pytest.mark.parametrize("fmt", ["text", "jsonl"])
