@@ -103,7 +103,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
                 out.write(_text(entry, dry_run) + "\n")
     if fmt == "json":
         out.write(json_bytes({"now": now, "dryRun": dry_run, "partitions": report},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+                             option=orjson.OPT_INDENT_2).decode() + "\n")
     return 4 if dry_run and work else 0
 
 

@@ -247,7 +247,7 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:
         prefix = prefixes.get((topic, partition))
         if prefix is None:
             prefix = json_bytes({"kind": "record", "topic": topic, "partition": partition,
-                                   "offset": 0})[:-2]  # up to "offset":
+                                 "offset": 0})[:-2]  # up to "offset":
             prefixes[(topic, partition)] = prefix
         t = types.get(tstype)
         if t is None:

@@ -172,7 +172,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 update_offsets(log_dir / naming.REPLICATION, updates)
     if fmt == "json":
         out.write(json_bytes({"dryRun": dry_run, "partitions": report},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+                             option=orjson.OPT_INDENT_2).decode() + "\n")
     elif not changed and not problems:
         out.write("nothing to do\n")
     if problems or (dry_run and changed):

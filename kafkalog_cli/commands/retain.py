@@ -131,5 +131,5 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                     out.write(f"note: {note}\n")
     if fmt == "json":
         out.write(json_bytes({"now": now, "partitions": summary},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+                             option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0

@@ -234,7 +234,7 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
                            "problems": probs})
     if fmt == "json":
         out.write(json_bytes({"dryRun": dry_run, "partitions": report},
-                               option=orjson.OPT_INDENT_2).decode() + "\n")
+                             option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         for r in report:
             if r["actions"] or r["problems"]:

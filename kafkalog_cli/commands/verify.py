@@ -148,7 +148,7 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
     out = sys.stdout.buffer
     if fmt == "json":
         out.write(json_bytes({"findings": [x.as_dict() for x in f.items], "summary": summary},
-                               option=orjson.OPT_INDENT_2) + b"\n")
+                             option=orjson.OPT_INDENT_2) + b"\n")
     elif fmt == "text":
         shown = [x for x in f.items if show_all or x.severity != INFO]
         shown.sort(key=lambda x: _SEVERITY_RANK[x.severity])
