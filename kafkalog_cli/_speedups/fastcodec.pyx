@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 # cython: cdivision=True, embedsignature=True
-"""Compiled twin of `kafkalog_cli.codec.batch_v2.decode_records_pure`.
+"""Compiled twin of `kafkalog_cli.codec.batch_v2.decode_records_pure` (and of its
+`iter_records_pure` and `check_records_pure`).
 
 Same signature, same `Record` objects, same values, and the same `CorruptBatch` (message and
 `pos` included) for every malformed input: each check below mirrors one line of the pure
@@ -418,71 +419,164 @@ cdef list _header_list(const unsigned char *p, int64_t end, Rec *r):
     return hs
 
 
-cdef object _decode(bytes data, Py_ssize_t count, int64_t base_offset, int64_t base_timestamp,
-                    int64_t base_sequence, object log_append_time, Err *err):
-    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
-    cdef int64_t end = PyBytes_GET_SIZE(data)
-    cdef int64_t pos = 0, start
-    cdef Rec r
-    cdef Py_ssize_t i, n_alloc
-    cdef bint fast = _fast_record
-    cdef bint untrack = _untrack_records
-    cdef bint lat_none = log_append_time is None
-    cdef list out
-    cdef object key, value, headers, offset_obj, ts_obj, seq_obj, rec
-    cdef object minus_one = -1
+cdef class RecordIter:
+    """The records of a records section, built one at a time (iter_records), or all at once
+    into a list (_decode): the same code builds them either way."""
+    cdef bytes data  # keeps `p` valid
+    cdef const unsigned char *p
+    cdef int64_t end, pos
+    cdef Py_ssize_t count, i
+    cdef int64_t base_offset, base_timestamp, base_sequence
+    cdef object log_append_time
+    cdef bint create_time, fast, untrack, done
+    cdef Err err
 
+    cdef object _next(self):
+        """The next record, or None with self.err set (a malformed record)."""
+        cdef Rec r
+        if _parse_checked(self, &self.pos, &r):
+            return None
+        self.i += 1
+        return _build(self, &r)
+
+    cdef bint _trailing(self):
+        """After the last record: True (and self.err set) if bytes remain."""
+        if self.pos != self.end:
+            _fail(&self.err, E_TRAILING, self.pos, self.end - self.pos)
+            return True
+        return False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        # as the pure generator: records up to a malformed one, then its CorruptBatch, then
+        # nothing more
+        if self.done:
+            raise StopIteration
+        if self.i >= self.count:
+            self.done = True
+            if self._trailing():
+                _raise(&self.err)
+            raise StopIteration
+        rec = self._next()
+        if rec is None:
+            self.done = True
+            _raise(&self.err)
+        return rec
+
+
+cdef object _MINUS_ONE = -1
+
+
+cdef inline object _build(RecordIter it, Rec *r):
+    """The record `r` (parsed and checked by _parse_record) as a Record object."""
+    cdef const unsigned char *p = it.p
+    cdef object key, value, headers, offset_obj, ts_obj, seq_obj, rec
+    if r.klen >= 0:
+        key = PyBytes_FromStringAndSize(<const char *>p + r.kpos, r.klen)
+    else:
+        key = None
+    if r.vlen >= 0:
+        value = PyBytes_FromStringAndSize(<const char *>p + r.vpos, r.vlen)
+    else:
+        value = None
+    headers = PyList_New(0) if r.hcount == 0 else _header_list(p, it.end, r)
+
+    seq_obj = _MINUS_ONE if it.base_sequence < 0 else \
+        PyLong_FromLongLong(_sequence(it.base_sequence, r.offset_delta))
+    offset_obj = PyLong_FromLongLong(it.base_offset + r.offset_delta)  # in range: checked
+    if it.create_time:
+        ts_obj = PyLong_FromLongLong(it.base_timestamp + r.ts_delta)
+    else:
+        ts_obj = it.log_append_time
+
+    if it.fast:
+        rec = kl_alloc(_Record)
+        kl_set_slot(rec, _off_offset, offset_obj)
+        kl_set_slot(rec, _off_timestamp, ts_obj)
+        kl_set_slot(rec, _off_key, key)
+        kl_set_slot(rec, _off_value, value)
+        kl_set_slot(rec, _off_headers, headers)
+        kl_set_slot(rec, _off_sequence, seq_obj)
+        kl_set_slot(rec, _off_attributes, PyLong_FromLong(r.attributes))
+        kl_set_slot(rec, _off_crc, None)
+        if it.untrack:
+            PyObject_GC_UnTrack(rec)
+            PyObject_GC_UnTrack(headers)
+    else:
+        rec = _Record(offset_obj, ts_obj, key, value, headers, seq_obj,
+                      PyLong_FromLong(r.attributes))
+    return rec
+
+
+cdef inline int _parse_checked(RecordIter it, int64_t *ppos, Rec *r) except -1:
+    """_parse_record, then the pure decoder's checks that the record's offset and CreateTime
+    fit a long: 0, or the error code with it.err set."""
+    cdef int64_t start = ppos[0]
+    if _parse_record(it.p, it.end, ppos, r, &it.err):
+        return 1
+    return _overflows(it.base_offset, it.base_timestamp, it.create_time, r, start, &it.err)
+
+
+cdef RecordIter _records_of(data, count, base_offset, base_timestamp, base_sequence,
+                            log_append_time):
+    """A RecordIter over the section, or None when an argument is outside the fast path
+    (`data` not exactly bytes, an argument not exactly int, or an int past 64 bits)."""
+    cdef RecordIter it
+    if (type(data) is not bytes or type(count) is not int or type(base_offset) is not int
+            or type(base_timestamp) is not int or type(base_sequence) is not int
+            or (log_append_time is not None and type(log_append_time) is not int)):
+        return None
+    it = RecordIter.__new__(RecordIter)
+    try:
+        it.count = count
+        it.base_offset = base_offset
+        it.base_timestamp = base_timestamp
+        it.base_sequence = base_sequence
+    except OverflowError:
+        return None
+    it.data = <bytes>data
+    it.p = <const unsigned char *>PyBytes_AS_STRING(it.data)
+    it.end = PyBytes_GET_SIZE(it.data)
+    it.pos = 0
+    it.i = 0
+    it.log_append_time = log_append_time
+    it.create_time = log_append_time is None
+    it.fast = _fast_record
+    it.untrack = _untrack_records
+    it.done = False
+    it.err.code = 0
+    it.err.pos = 0
+    it.err.value = 0
+    return it
+
+
+cdef object _decode(RecordIter it):
+    """Every record in a list, or None with it.err set."""
+    cdef Py_ssize_t i, n_alloc
+    cdef list out
+    cdef object rec
+    cdef int64_t pos = 0
+    cdef Rec r
     # Every decoded record takes at least one byte, so at most `end` can succeed: a larger
     # count is bound to fail, and never needs more slots than that.
-    n_alloc = count if count <= end else <Py_ssize_t>end
+    n_alloc = it.count if it.count <= it.end else <Py_ssize_t>it.end
     if n_alloc < 0:
         n_alloc = 0
     out = PyList_New(n_alloc)
-    for i in range(count):
-        start = pos
-        if _parse_record(p, end, &pos, &r, err) or _overflows(base_offset, base_timestamp,
-                                                              lat_none, &r, start, err):
+    for i in range(it.count):  # RecordIter._next, with the position kept in a local
+        if _parse_checked(it, &pos, &r):
+            it.pos = pos
             return None
-        if r.klen >= 0:
-            key = PyBytes_FromStringAndSize(<const char *>p + r.kpos, r.klen)
-        else:
-            key = None
-        if r.vlen >= 0:
-            value = PyBytes_FromStringAndSize(<const char *>p + r.vpos, r.vlen)
-        else:
-            value = None
-        headers = PyList_New(0) if r.hcount == 0 else _header_list(p, end, &r)
-
-        seq_obj = minus_one if base_sequence < 0 else \
-            PyLong_FromLongLong(_sequence(base_sequence, r.offset_delta))
-        offset_obj = PyLong_FromLongLong(base_offset + r.offset_delta)
-        if not lat_none:
-            ts_obj = log_append_time
-        else:
-            ts_obj = PyLong_FromLongLong(base_timestamp + r.ts_delta)
-
-        if fast:
-            rec = kl_alloc(_Record)
-            kl_set_slot(rec, _off_offset, offset_obj)
-            kl_set_slot(rec, _off_timestamp, ts_obj)
-            kl_set_slot(rec, _off_key, key)
-            kl_set_slot(rec, _off_value, value)
-            kl_set_slot(rec, _off_headers, headers)
-            kl_set_slot(rec, _off_sequence, seq_obj)
-            kl_set_slot(rec, _off_attributes, PyLong_FromLong(r.attributes))
-            kl_set_slot(rec, _off_crc, None)
-            if untrack:
-                PyObject_GC_UnTrack(rec)
-                PyObject_GC_UnTrack(headers)
-        else:
-            rec = _Record(offset_obj, ts_obj, key, value, headers, seq_obj,
-                          PyLong_FromLong(r.attributes))
+        rec = _build(it, &r)
         if i >= n_alloc:  # unreachable (see n_alloc), kept as a memory-safety guard
             raise AssertionError("record count bookkeeping")
         Py_INCREF(rec)
         PyList_SET_ITEM(out, i, rec)
-    if pos != end:
-        _fail(err, E_TRAILING, pos, end - pos)
+    it.pos = pos
+    it.i = it.count
+    if it._trailing():
         return None
     return out
 
@@ -520,39 +614,50 @@ cdef _raise(Err *e):
     raise CorruptBatch(msg, pos=e.pos)
 
 
-def _pure(data, count, base_offset, base_timestamp, base_sequence, log_append_time):
-    from kafkalog_cli.codec.batch_v2 import decode_records_pure
-    return decode_records_pure(data, count, base_offset, base_timestamp, base_sequence,
-                               log_append_time)
-
-
 def decode_records(data, count, base_offset, base_timestamp, base_sequence, log_append_time):
     """Decode `count` records; every structural rule of DefaultRecord.readFrom is enforced.
 
     Compiled version of batch_v2.decode_records_pure: same results, same CorruptBatch.
     """
-    cdef Py_ssize_t c_count
-    cdef int64_t c_offset, c_timestamp, c_sequence
-    cdef Err err
-    if (type(data) is not bytes or type(count) is not int or type(base_offset) is not int
-            or type(base_timestamp) is not int or type(base_sequence) is not int
-            or (log_append_time is not None and type(log_append_time) is not int)):
-        return _pure(data, count, base_offset, base_timestamp, base_sequence, log_append_time)
-    try:
-        c_count = count
-        c_offset = base_offset
-        c_timestamp = base_timestamp
-        c_sequence = base_sequence
-    except OverflowError:
-        return _pure(data, count, base_offset, base_timestamp, base_sequence, log_append_time)
-    err.code = 0
-    err.pos = 0
-    err.value = 0
-    result = _decode(<bytes>data, c_count, c_offset, c_timestamp, c_sequence, log_append_time,
-                     &err)
-    if err.code:
-        _raise(&err)
+    cdef RecordIter it = _records_of(data, count, base_offset, base_timestamp, base_sequence,
+                                     log_append_time)
+    if it is None:
+        from kafkalog_cli.codec.batch_v2 import decode_records_pure
+        return decode_records_pure(data, count, base_offset, base_timestamp, base_sequence,
+                                   log_append_time)
+    result = _decode(it)
+    if it.err.code:
+        _raise(&it.err)
     return result
+
+
+def check_records(data, count, base_offset, base_timestamp, base_sequence, log_append_time):
+    """Raise the CorruptBatch decode_records would raise, building no record (one parse)."""
+    cdef RecordIter it = _records_of(data, count, base_offset, base_timestamp, base_sequence,
+                                     log_append_time)
+    cdef Rec r
+    cdef Py_ssize_t i
+    if it is None:
+        from kafkalog_cli.codec.batch_v2 import check_records_pure
+        return check_records_pure(data, count, base_offset, base_timestamp, base_sequence,
+                                  log_append_time)
+    for i in range(it.count):
+        if _parse_checked(it, &it.pos, &r):
+            _raise(&it.err)
+    if it._trailing():
+        _raise(&it.err)
+
+
+def iter_records(data, count, base_offset, base_timestamp, base_sequence, log_append_time):
+    """Compiled version of batch_v2.iter_records_pure: the same records one at a time, and
+    the same CorruptBatch when the decoding reaches a malformed record."""
+    cdef RecordIter it = _records_of(data, count, base_offset, base_timestamp, base_sequence,
+                                     log_append_time)
+    if it is None:
+        from kafkalog_cli.codec.batch_v2 import iter_records_pure
+        return iter_records_pure(data, count, base_offset, base_timestamp, base_sequence,
+                                 log_append_time)
+    return it
 
 
 # -- visible UTF-8 ------------------------------------------------------------------------
@@ -815,13 +920,13 @@ cdef int _payload(Buf* b, object v, int mode) except -1:
     return 0
 
 
-def records_jsonl(list records, bytes prefix, bytes timestamp_type, int mode):
-    """JSON Lines for a v2 batch's records: the bytes orjson gives for dump's record rows.
+def records_jsonl(records, bytes prefix, bytes timestamp_type, int mode):
+    """JSON Lines for v2 records (an iterable: a batch's, or a slice of them): the bytes
+    orjson gives for dump's record rows, b"" for no record.
 
     `prefix` is the serialised start of every row up to the offset value
     (`{"kind":"record","topic":…,"partition":N,"offset":`); `timestamp_type` the
-    serialised type name. Returns None when an argument is unusual, so that the caller
-    takes the general path.
+    serialised type name.
     """
     cdef Buf b
     cdef Py_ssize_t klen

@@ -773,22 +773,28 @@ cdef bint _int64(object v, int64_t *out):
     return True
 
 
+cdef Py_ssize_t MAX_PAIRS = 1 << 21  # 32 MiB of arrays; a larger index takes the pure path
+
+
 cdef int _pairs(object entries, Py_ssize_t *n, int64_t **a, int64_t **b) except -1:
-    """Copy a list of (int, int) into two C arrays (freed by the caller)."""
-    cdef Py_ssize_t i, m
-    if not isinstance(entries, list):
-        return False
+    """Copy a sized iterable of (int, int) (an index's entries) into two C arrays (freed by
+    the caller). False if it holds something else, or more than MAX_PAIRS entries."""
+    cdef Py_ssize_t i = 0, m
     m = len(entries)
+    if m > MAX_PAIRS:
+        return False
     a[0] = <int64_t *>malloc(<size_t>(m if m else 1) * sizeof(int64_t))
     b[0] = <int64_t *>malloc(<size_t>(m if m else 1) * sizeof(int64_t))
     if a[0] == NULL or b[0] == NULL:
         raise MemoryError
-    for i in range(m):
-        t = entries[i]
-        if not isinstance(t, tuple) or len(t) != 2:
+    for t in entries:
+        if i >= m or not isinstance(t, tuple) or len(t) != 2:
             return False
         if not _int64(t[0], &a[0][i]) or not _int64(t[1], &b[0][i]):
             return False
+        i += 1
+    if i != m:
+        return False
     n[0] = m
     return True
 

@@ -10,7 +10,9 @@ whatever the deltas say (the broker stamps the header only).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Final
 
 from kafkalog_cli.codec import compression as codecs
 from kafkalog_cli.codec.checksum import crc32c
@@ -38,11 +40,19 @@ from kafkalog_cli.codec.varint import encode_varint, encode_varlong, read_varint
 from kafkalog_cli.errors import CorruptBatch
 
 MAGIC = 2
+# RecordBatch.records() decodes batches of up to this many records into a list in one pass
+# (about 300 bytes a record beside their keys and values), larger ones record by record
+EAGER_RECORDS: Final = 4096
 
 
 def increment_sequence(seq: int, n: int) -> int:
     """Producer sequences wrap at Integer.MAX_VALUE, not at 2**32 (DefaultRecordBatch)."""
     return n - (INT32_MAX - seq) - 1 if seq > INT32_MAX - n else seq + n
+
+
+def decrement_sequence(seq: int, n: int) -> int:
+    """The inverse of increment_sequence (DefaultRecordBatch.decrementSequence)."""
+    return INT32_MAX - (n - seq) + 1 if seq < n else seq - n
 
 
 class RecordBatch:
@@ -149,16 +159,26 @@ class RecordBatch:
             raise CorruptBatch(f"record count {self.count} exceeds the records section size")
         return data, self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
 
-    def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
-        """The records; a CorruptBatch is positioned relative to the batch's first byte."""
+    def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+                ) -> Iterator[Record]:
+        """The records, decoded as they are read: memory holds the inflated section and the
+        records the caller keeps, never one object per record of a batch that claims
+        millions. A malformed section raises CorruptBatch here, before the first record,
+        positioned relative to the batch's first byte.
+
+        Up to EAGER_RECORDS records decode in one pass into a list (the common case, and the
+        fastest); a larger batch is checked whole first, then decoded record by record."""
         data, lat = self.records_section(max_decompressed)
         if not self.count:
-            return []
+            return iter(())
+        args = (data, self.count, self.base_offset, self.base_timestamp, self.base_sequence, lat)
         try:
-            return decode_records(data, self.count, self.base_offset, self.base_timestamp,
-                                  self.base_sequence, lat)
+            if self.count <= EAGER_RECORDS:
+                return iter(decode_records(*args))
+            check_records(*args)
         except CorruptBatch as e:
             raise self.locate_records_error(e) from None
+        return iter_records(*args)
 
     def locate_records_error(self, e: CorruptBatch) -> CorruptBatch:
         """Turn a position in the records section into one in the batch: the same bytes
@@ -177,15 +197,15 @@ def _varint_slow(data: bytes, pos: int) -> tuple[int, int]:
     return read_varint(data, pos)
 
 
-def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
-                   base_sequence: int, log_append_time: int | None) -> list[Record]:
-    """Decode `count` records; every structural rule of DefaultRecord.readFrom is enforced.
+def iter_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
+                 base_sequence: int, log_append_time: int | None) -> Iterator[Record]:
+    """Decode `count` records one at a time; every structural rule of DefaultRecord.readFrom
+    is enforced, and a broken one raises CorruptBatch when the decoding reaches it (after
+    the records before it have come out).
 
     A record offset or CreateTime timestamp past the 64-bit range is corrupt: Java's long
     arithmetic would wrap it round to a negative value no producer wrote.
     """
-    out: list[Record] = []
-    append = out.append
     pos = 0
     end = len(data)
     rv = _varint_slow
@@ -248,15 +268,28 @@ def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: in
             if log_append_time is None and not ts_lo <= ts_delta <= ts_hi:
                 raise CorruptBatch("record timestamp does not fit a long", pos=start)
             seq = -1 if base_sequence < 0 else increment_sequence(base_sequence, offset_delta)
-            append(Record(base_offset + offset_delta,
-                          log_append_time if log_append_time is not None
-                          else base_timestamp + ts_delta,
-                          key, value, headers, seq, attributes))
+            yield Record(base_offset + offset_delta,
+                         log_append_time if log_append_time is not None
+                         else base_timestamp + ts_delta,
+                         key, value, headers, seq, attributes)
     except IndexError:
         raise CorruptBatch("premature end of the records section", pos=pos) from None
     if pos != end:
         raise CorruptBatch(f"{end - pos} bytes remain after the last record", pos=pos)
-    return out
+
+
+def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
+                   base_sequence: int, log_append_time: int | None) -> list[Record]:
+    """All `count` records in a list, or the CorruptBatch iter_records would raise."""
+    return list(iter_records_pure(data, count, base_offset, base_timestamp, base_sequence,
+                                   log_append_time))
+
+
+def check_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
+                  base_sequence: int, log_append_time: int | None) -> None:
+    """Raise the CorruptBatch decode_records would raise, keeping no record."""
+    deque(iter_records_pure(data, count, base_offset, base_timestamp, base_sequence,
+                             log_append_time), maxlen=0)
 
 
 def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[list[Header], int]:
@@ -368,26 +401,29 @@ def encode_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, S
 
 # -- optional compiled decoder ------------------------------------------------------------
 # kafkalog_cli/_speedups/fastcodec.pyx (built by setup.py when a compiler is available) gives
-# the same results and the same CorruptBatch; RecordBatch.records() looks `decode_records` up
-# at call time, so rebinding the name here is all it takes. KAFKALOG_PURE=1 keeps the pure one.
+# the same results and the same CorruptBatch; RecordBatch.records() looks `decode_records`,
+# `check_records` and `iter_records` up at call time, so rebinding the names here is all it
+# takes. KAFKALOG_PURE=1 keeps the pure ones.
+iter_records_pure = iter_records
 decode_records_pure = decode_records
+check_records_pure = check_records
 ACCELERATED = False
 
 
 def _use_compiled_decoder() -> None:
-    global decode_records, ACCELERATED
+    global decode_records, check_records, iter_records, ACCELERATED
     import os
 
     if os.environ.get("KAFKALOG_PURE") == "1":
         return
     try:
         # compiled Cython module without a .pyi stub, so mypy cannot see it
-        from kafkalog_cli._speedups.fastcodec import (  # type: ignore[import-not-found]
-            decode_records as compiled,
-        )
-    except ImportError:
+        import kafkalog_cli._speedups.fastcodec as fc  # type: ignore[import-not-found]
+
+        compiled = fc.decode_records, fc.check_records, fc.iter_records
+    except (ImportError, AttributeError):  # not built, or built from an older fastcodec.pyx
         return
-    decode_records = compiled
+    decode_records, check_records, iter_records = compiled
     ACCELERATED = True
 
 

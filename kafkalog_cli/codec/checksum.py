@@ -11,5 +11,6 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
     return _crc32c(data)
 
 
-def crc32(data: bytes | bytearray | memoryview) -> int:
-    return zlib.crc32(data) & 0xFFFFFFFF
+def crc32(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """CRC-32 of `data`, or of what came before and `data` when `value` is that CRC."""
+    return zlib.crc32(data, value) & 0xFFFFFFFF

@@ -37,6 +37,23 @@ BY_NAME: Final = {name: i for i, name in enumerate(NAMES)}
 
 DEFAULT_MAX_DECOMPRESSED: Final = 64 * 1024 * 1024
 
+# compression.<codec>.level ranges (CompressionType.minLevel/maxLevel, KIP-390): lz4's from
+# net.jpountz.lz4.LZ4Constants, zstd's from ZSTD_minCLevel/ZSTD_MAX_CLEVEL. gzip also takes
+# -1, Deflater.DEFAULT_COMPRESSION. none and snappy have no level.
+LEVELS: Final = {GZIP: (1, 9), LZ4: (1, 17), ZSTD: (-131072, 22)}
+GZIP_DEFAULT_LEVEL: Final = -1
+
+
+def level_error(codec: int, level: int) -> str | None:
+    """Why Kafka refuses `level` for `codec`, or None when it takes it."""
+    if codec not in LEVELS:
+        return f"{name(codec)} takes no compression level (gzip, lz4 and zstd do)"
+    lo, hi = LEVELS[codec]
+    if lo <= level <= hi or (codec == GZIP and level == GZIP_DEFAULT_LEVEL):
+        return None
+    extra = f" or {GZIP_DEFAULT_LEVEL}" if codec == GZIP else ""
+    return f"{level} is out of range [{lo}, {hi}]{extra} for {name(codec)}"
+
 
 def name(codec: int) -> str:
     return NAMES[codec] if 0 <= codec < len(NAMES) else f"unknown({codec})"

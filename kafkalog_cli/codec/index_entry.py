@@ -12,22 +12,12 @@ tail; Kafka trims them on roll and close. A zero entry after slot 0 marks that t
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from typing import NamedTuple
+from array import array
+from typing import Final, NamedTuple
 
 OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
 TXN_ENTRY = struct.Struct(">hqqqq")
-
-
-class OffsetEntry(NamedTuple):
-    relative_offset: int
-    position: int
-
-
-class TimeEntry(NamedTuple):
-    timestamp: int
-    relative_offset: int
 
 
 class AbortedTxn(NamedTuple):
@@ -38,29 +28,24 @@ class AbortedTxn(NamedTuple):
     last_stable_offset: int
 
 
-def offset_entries(data: bytes) -> list[OffsetEntry]:
-    """Every whole slot of the file, as Kafka counts them (zero tail included)."""
-    n = len(data) // OFFSET_ENTRY.size
-    return [OffsetEntry(*e) for e in OFFSET_ENTRY.iter_unpack(data[:n * OFFSET_ENTRY.size])]
+# where each layout keeps its relative offset (bytes into the entry)
+OFFSET_REL_POS: Final = 0
+TIME_REL_POS: Final = TIME_ENTRY.size - struct.calcsize(">i")
+_WORD: Final = array("i").itemsize  # 4: the relative offset is one aligned word
 
 
-def time_entries(data: bytes) -> list[TimeEntry]:
-    n = len(data) // TIME_ENTRY.size
-    return [TimeEntry(*e) for e in TIME_ENTRY.iter_unpack(data[:n * TIME_ENTRY.size])]
+def first_zero_slot(data: bytes, entry: struct.Struct, rel_pos: int, start: int = 0) -> int | None:
+    """The first slot >= `start` of `data` (whole entries) whose relative offset is 0, or None.
 
-
-def used_slots(entries: Sequence[OffsetEntry | TimeEntry]) -> int:
-    """How many leading slots are real: stop at the first slot i > 0 with relative offset 0."""
-    for i, e in enumerate(entries):
-        if i > 0 and e.relative_offset == 0:
-            return i
-    return len(entries)
-
-
-def txn_entries(data: bytes) -> list[AbortedTxn]:
-    """Entries while 34 bytes remain (a partial trailing entry is ignored, as Kafka does)."""
-    n = len(data) // TXN_ENTRY.size
-    return [AbortedTxn(*e) for e in TXN_ENTRY.iter_unpack(data[:n * TXN_ENTRY.size])]
+    Used slots end there: the broker preallocates the active segment's index zero-filled,
+    and an offset can only be relative 0 in slot 0 (kafka-dump-log stops the same way)."""
+    words = array("i")
+    words.frombytes(data)  # a zero word reads 0 in either byte order
+    rels = words[rel_pos // _WORD::entry.size // _WORD]
+    try:
+        return rels.index(0, start)
+    except ValueError:
+        return None
 
 
 def encode_offset_entries(entries: list[tuple[int, int]]) -> bytes:

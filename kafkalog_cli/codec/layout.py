@@ -58,9 +58,9 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
-INT32_MAX = 2**31 - 1
-INT32_MIN = -(2**31)
-INT64_MAX = 2**63 - 1
-INT64_MIN = -(2**63)
+# the wire widths of Kafka's protocol fields (Type.INT8/INT16/INT32/INT64): {bits: (min, max)}
+INT_RANGES = {bits: (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) for bits in (8, 16, 32, 64)}
+INT32_MIN, INT32_MAX = INT_RANGES[32]
+INT64_MIN, INT64_MAX = INT_RANGES[64]
 
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}

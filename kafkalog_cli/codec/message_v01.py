@@ -8,7 +8,8 @@ layout.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from kafkalog_cli.codec import compression as codecs
 from kafkalog_cli.codec.checksum import crc32
@@ -36,6 +37,7 @@ class LegacyBatch:
 
     __slots__ = ("_data", "_inner", "attributes", "crc", "key", "last_offset", "length", "magic",
                  "timestamp", "value")
+    # _inner: a compressed wrapper's checked inner set, once decoded (see _inner_set)
     # v2-only fields, so that every batch answers the same questions
     producer_id = -1
     producer_epoch = -1
@@ -80,7 +82,7 @@ class LegacyBatch:
         if pos != end:
             raise CorruptBatch(f"{end - pos} bytes remain after the message value", pos=pos)
         self._data = data
-        self._inner: list[Record] | None = None
+        self._inner: _InnerSet | None = None
 
     @property
     def data(self) -> bytes | memoryview:
@@ -125,81 +127,104 @@ class LegacyBatch:
     def is_valid(self) -> bool:
         return self.length >= MIN_ENTRY_SIZE and self.compute_crc() == self.crc
 
-    def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> list[Record]:
-        if self._inner is None:
-            self._inner = self._decode(max_decompressed)
-        return self._inner
+    def records(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
+                ) -> Iterator[Record]:
+        """The message itself, or a wrapper's inner messages decoded as they are read (the
+        inner set is checked whole first: a malformed one raises CorruptBatch here)."""
+        if self.compression == codecs.NONE:
+            key = None if self.key is None else bytes(self.key)
+            value = None if self.value is None else bytes(self.value)
+            return iter((Record(self.last_offset, self.timestamp, key, value, [], -1,
+                                self.attributes, self.crc),))
+        inner = self._inner_set(max_decompressed)
+        return self._inner_records(inner)
 
     @property
     def base_offset(self) -> int:
         if self.compression == codecs.NONE:
             return self.last_offset
-        return self.records()[0].offset
+        return self._inner_set().first_offset
 
     @property
     def count(self) -> int:
         if self.compression == codecs.NONE:
             return 1
-        return len(self.records())
+        return self._inner_set().messages
 
-    def _decode(self, max_decompressed: int) -> list[Record]:
-        key = None if self.key is None else bytes(self.key)
-        if self.compression == codecs.NONE:
-            value = None if self.value is None else bytes(self.value)
-            return [Record(self.last_offset, self.timestamp, key, value, [], -1,
-                           self.attributes, self.crc)]
+    def _inner_set(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED) -> _InnerSet:
+        """A compressed wrapper's inner set, inflated and checked on first use (the cap of
+        that first use applies)."""
+        if self._inner is None:
+            self._inner = self._decode(max_decompressed)
+        return self._inner
+
+    def _decode(self, max_decompressed: int) -> _InnerSet:
         if self.value is None:
             raise CorruptBatch("compressed wrapper message has a null value")
         if self.compression == codecs.ZSTD:
             raise CorruptBatch("zstd is not allowed below magic 2")
-        inner = self._inner_messages(max_decompressed)
-        if not inner:
+        data = codecs.decompress(self.compression, self.value, max_size=max_decompressed,
+                                 legacy_lz4=self.magic == 0)
+        what = self._inner_what()
+        # framing first, then each message, then what the set holds: the order in which the
+        # first problem is reported
+        for _ in _iter_entries(data, what):
+            pass
+        count = 0
+        first = last = 0
+        compressed_at: int | None = None
+        for pos, m in _iter_messages(data, what):
+            if not count:
+                first = m.last_offset
+            last = m.last_offset
+            count += 1
+            if compressed_at is None and m.compression != codecs.NONE:
+                compressed_at = pos + LEGACY_V0_HEAD_SIZE - 1  # its attributes
+        if not count:
             raise CorruptBatch("compressed wrapper message holds no inner messages")
+        if compressed_at is not None:  # Kafka does not nest wrappers
+            raise CorruptBatch("compressed wrapper holds a compressed inner message",
+                               pos=compressed_at).nested(what)
         if self.magic == 0:
             delta = 0  # v0: inner offsets are absolute
+        elif self.last_offset == 0:
+            delta = 0  # librdkafka writes wrappers with offset 0
+        elif self.last_offset < last:
+            raise CorruptBatch(f"wrapper offset {self.last_offset} is below its last inner "
+                               f"relative offset {last}")
         else:
-            last_rel = inner[-1].last_offset
-            if self.last_offset == 0:
-                delta = 0  # librdkafka writes wrappers with offset 0
-            elif self.last_offset < last_rel:
-                raise CorruptBatch(f"wrapper offset {self.last_offset} is below its last inner "
-                                   f"relative offset {last_rel}")
-            else:
-                delta = self.last_offset - last_rel
+            delta = self.last_offset - last
+        return _InnerSet(data, delta, first + delta, count)
+
+    def _inner_what(self) -> str:
+        return f"the {codecs.name(self.compression)}-decompressed message set"
+
+    def _inner_records(self, inner: _InnerSet) -> Iterator[Record]:
         log_append = self.timestamp_type == 1
-        out = []
-        for m in inner:
-            out.append(Record(m.last_offset + delta,
-                              self.timestamp if log_append else m.timestamp,
-                              None if m.key is None else bytes(m.key),
-                              None if m.value is None else bytes(m.value), [], -1,
-                              m.attributes, m.crc))
-        return out
+        for _, m in _iter_messages(inner.data, self._inner_what()):
+            yield Record(m.last_offset + inner.delta,
+                         self.timestamp if log_append else m.timestamp,
+                         None if m.key is None else bytes(m.key),
+                         None if m.value is None else bytes(m.value), [], -1,
+                         m.attributes, m.crc)
 
-    def _inner_messages(self, max_decompressed: int = codecs.DEFAULT_MAX_DECOMPRESSED
-                        ) -> list[LegacyBatch]:
-        """The wrapper's inner messages. An error in them names its byte in the inflated
-        message set (in the reason); the position stays the wrapper's."""
-        inner_set = codecs.decompress(self.compression, self.value or b"",
-                                      max_size=max_decompressed, legacy_lz4=self.magic == 0)
-        what = f"the {codecs.name(self.compression)}-decompressed message set"
-        out = []
-        for pos, entry in _split_entries(inner_set, what):
-            try:
-                m = LegacyBatch(entry)
-                if m.compression != codecs.NONE:  # Kafka does not nest wrappers
-                    raise CorruptBatch("compressed wrapper holds a compressed inner message",
-                                       pos=LEGACY_V0_HEAD_SIZE - 1)
-            except CorruptBatch as e:
-                raise e.located(None, pos).nested(what) from None
-            out.append(m)
-        return out
-
-    def inner_crc_failures(self) -> list[int]:
+    def inner_crc_failures(self) -> Iterator[int]:
         """Offsets of inner messages whose own CRC does not match (deep verification)."""
         if self.compression == codecs.NONE:
-            return []
-        return [m.last_offset for m in self._inner_messages() if not m.is_valid()]
+            return
+        for _, m in _iter_messages(self._inner_set().data, self._inner_what()):
+            if not m.is_valid():
+                yield m.last_offset
+
+
+class _InnerSet(NamedTuple):
+    """A compressed wrapper's inner message set, checked: bytes, offset delta, and what the
+    batch summary needs without decoding a record."""
+
+    data: bytes
+    delta: int
+    first_offset: int
+    messages: int
 
 
 def _read_bytes(data: bytes | memoryview, pos: int, end: int) -> tuple[memoryview | None, int]:
@@ -214,10 +239,10 @@ def _read_bytes(data: bytes | memoryview, pos: int, end: int) -> tuple[memoryvie
     return memoryview(data)[pos:pos + n], pos + n
 
 
-def _split_entries(data: bytes, what: str) -> list[tuple[int, memoryview]]:
-    """(position, bytes) of each inner message of an inflated message set."""
+def _iter_entries(data: bytes, what: str) -> Iterator[tuple[int, memoryview]]:
+    """(position, bytes) of each entry of an inner message set, framed by their size fields;
+    an error names its byte in the set `what` (in the reason)."""
     mv = memoryview(data)
-    out = []
     pos = 0
     end = len(mv)
     while pos < end:
@@ -228,9 +253,19 @@ def _split_entries(data: bytes, what: str) -> list[tuple[int, memoryview]]:
         if size < MIN_ENTRY_SIZE or pos + LOG_OVERHEAD_SIZE + size > end:
             raise CorruptBatch(f"inner message of size {size} does not fit",
                                pos=pos).nested(what)
-        out.append((pos, mv[pos:pos + LOG_OVERHEAD_SIZE + size]))
+        yield pos, mv[pos:pos + LOG_OVERHEAD_SIZE + size]
         pos += LOG_OVERHEAD_SIZE + size
-    return out
+
+
+def _iter_messages(data: bytes, what: str) -> Iterator[tuple[int, LegacyBatch]]:
+    """(position, message) of each entry of an inner message set; an error in a message
+    names its byte in the set `what` (in the reason)."""
+    for pos, e in _iter_entries(data, what):
+        try:
+            m = LegacyBatch(e)
+        except CorruptBatch as err:
+            raise err.located(None, pos).nested(what) from None
+        yield pos, m
 
 
 # -- encoding ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ A 0.7 `.kafka` segment is nothing but a sequence of entries: no header, no offse
 from __future__ import annotations
 
 import struct
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Final
 
@@ -127,27 +128,43 @@ def split_entries(data: bytes | memoryview) -> Iterator[tuple[int, Message07]]:
         pos += SIZE_LEN + n
 
 
-def inner_messages(msg: Message07, max_size: int = compression.DEFAULT_MAX_DECOMPRESSED,
-                   _depth: int = 0) -> list[Message07]:
-    """The messages a consumer gets from `msg`: itself, or what its compressed payload holds.
+def inner_messages(msg: Message07, max_size: int = compression.DEFAULT_MAX_DECOMPRESSED
+                   ) -> Iterator[Message07]:
+    """The messages a consumer gets from `msg`: itself, or what its compressed payload holds,
+    one at a time. The set is checked whole first, so a bad one raises here, before any
+    message comes out.
 
     Raises CorruptBatch when the payload does not decompress, an inner entry does not frame,
-    an inner CRC does not match (0.7's InvalidMessageException), or the codec is unknown."""
+    an inner CRC does not match (0.7's InvalidMessageException), or the codec is unknown.
+    `max_size` caps the decompressed bytes held at once, the levels of a nested set together."""
+    if msg.codec == compression.NONE:
+        return iter((msg,))
+    data = _inflate(msg, max_size, 0)
+    deque(_walk(data, max_size - len(data), 1, check=True), maxlen=0)
+    return _walk(data, max_size - len(data), 1, check=False)
+
+
+def _inflate(msg: Message07, max_size: int, depth: int) -> bytes:
     codec = msg.codec
-    if codec == compression.NONE:
-        return [msg]
     if codec not in CODECS:
         raise CorruptBatch(f"unknown compression codec {codec} (0.7 knows none, gzip, snappy)")
-    if _depth >= MAX_NESTING:
+    if depth >= MAX_NESTING:
         raise CorruptBatch(f"compressed messages nested more than {MAX_NESTING} levels deep")
-    data = compression.decompress(codec, msg.payload, max_size=max_size)
-    out: list[Message07] = []
+    return compression.decompress(codec, msg.payload, max_size=max_size)
+
+
+def _walk(data: bytes, max_size: int, depth: int, check: bool) -> Iterator[Message07]:
+    """The plain messages of a decompressed set, nested sets inflated in turn (`check`: with
+    their CRCs checked, the first pass of inner_messages)."""
     for pos, inner in split_entries(data):
-        if not inner.is_valid():
+        if check and not inner.is_valid():
             raise CorruptBatch(f"inner message at {pos} of the decompressed set fails its CRC "
                                f"(stored {inner.crc}, computed {inner.compute_crc()})")
-        out.extend(inner_messages(inner, max_size, _depth + 1))
-    return out
+        if inner.codec == compression.NONE:
+            yield inner
+        else:
+            nested = _inflate(inner, max_size, depth)
+            yield from _walk(nested, max_size - len(nested), depth + 1, check)
 
 
 def encode_message(payload: bytes, *, codec: int = compression.NONE,

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Any
 
 import click
-import orjson
 
 from kafkalog_cli.codec import compression
-from kafkalog_cli.codec.batch_v2 import encode_batch
+from kafkalog_cli.codec.batch_v2 import encode_batch, increment_sequence
 from kafkalog_cli.codec.control import encode_end_txn
 from kafkalog_cli.codec.message_v01 import encode_message_set
 from kafkalog_cli.commands import options
-from kafkalog_cli.errors import UsageError
+from kafkalog_cli.commands.append_input import batches, read_records
+from kafkalog_cli.errors import LogDirIOError, UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import (
@@ -31,79 +27,18 @@ from kafkalog_cli.storage.checkpoints import (
     update_offsets,
 )
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.safety import refuse_links
 from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
-
-# ts, key, value, headers
-Rec = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
-
-
-def _decode(value: Any, payload: str, where: str) -> bytes | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise UsageError(f"{where}: expected a string or null, found {type(value).__name__}")
-    if payload == "base64":
-        try:
-            return base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise UsageError(f"{where}: not valid base64") from None
-    return value.encode("utf-8")
-
-
-def read_records(f: IO[bytes], name: str, fmt: str, payload: str, separator: str | None,
-                 now_ms: int) -> Iterator[Rec]:
-    for n, line in enumerate(f, start=1):
-        where = f"{name}:{n}"
-        line = line.rstrip(b"\r\n")
-        if fmt == "lines":
-            text = line.decode("utf-8", "surrogateescape")
-            if separator is not None and separator in text:
-                k, v = text.split(separator, 1)
-                yield now_ms, _decode(k, payload, where), _decode(v, payload, where), []
-            else:
-                yield now_ms, None, _decode(text, payload, where), []
-            continue
-        if not line.strip():
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            raise UsageError(f"{where}: not valid JSON ({e})") from None
-        if not isinstance(obj, dict):
-            raise UsageError(f"{where}: expected a JSON object")
-        ts = obj.get("timestamp", now_ms)
-        if not isinstance(ts, int) or ts < -1:
-            raise UsageError(f"{where}: timestamp must be epoch milliseconds")
-        headers = []
-        for h in obj.get("headers") or []:
-            if not isinstance(h, dict) or not isinstance(h.get("key"), str):
-                raise UsageError(f"{where}: headers must be [{{\"key\": str, \"value\": …}}]")
-            headers.append((h["key"], _decode(h.get("value"), payload, where)))
-        yield (ts, _decode(obj.get("key"), payload, where),
-               _decode(obj.get("value"), payload, where), headers)
-
-
-def _batches(recs: Iterator[Rec], max_records: int, max_bytes: int) -> Iterator[list[Rec]]:
-    batch: list[Rec] = []
-    size = 0
-    for r in recs:
-        rsize = 20 + len(r[1] or b"") + len(r[2] or b"") + sum(len(k) + len(v or b"")
-                                                              for k, v in r[3])
-        if batch and (len(batch) >= max_records or size + rsize > max_bytes):
-            yield batch
-            batch, size = [], 0
-        batch.append(r)
-        size += rsize
-    if batch:
-        yield batch
 
 
 @click.command("append", epilog="Exit codes: 0 appended, 8 operational error (e.g. the log dir "
-               "lock is held: stop the broker), 16 usage error (bad input: nothing is written).")
+               "lock is held: stop the broker), 16 usage error (bad input: nothing is written)."
+               + options.NO_LINKS)
 @click.argument("logdir", type=click.Path(file_okay=False, path_type=Path),
                 shell_complete=options.complete_log_dir)
-@click.option("--topic", required=True, shell_complete=options.complete_topic)
-@click.option("--partition", type=click.IntRange(0), required=True,
+@click.option("--topic", type=options.TopicName(), required=True,
+              shell_complete=options.complete_topic)
+@click.option("--partition", type=options.Int32(min=0), required=True,
               shell_complete=options.complete_partition)
 @click.option("--input", "input_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Read records from this file (default: standard input).")
@@ -112,53 +47,62 @@ def _batches(recs: Iterator[Rec], max_records: int, max_bytes: int) -> Iterator[
 @click.option("--payload", type=click.Choice(["utf8", "base64"]), default="utf8",
               show_default=True,
               help="How keys, values and header values are written in the input.")
-@click.option("--separator", help="With --input-format lines: split key and value at this string.")
+@click.option("--separator", type=options.Bytes(),
+              help="With --input-format lines: split key and value at these bytes (the "
+                   "argument's own, UTF-8 or not).")
 @click.option("--codec", type=click.Choice(compression.NAMES), default="none", show_default=True)
-@click.option("--level", type=int, help="Compression level.")
-@click.option("--batch-records", type=click.IntRange(1), default=500, show_default=True)
-@click.option("--batch-bytes", type=click.IntRange(1), default=16384, show_default=True,
+@click.option("--level", type=options.Int32(), help=options.LEVEL_HELP)
+@click.option("--batch-records", type=options.Int32(min=1), default=500, show_default=True)
+@click.option("--batch-bytes", type=options.Int32(min=1), default=16384, show_default=True,
               help="Close a batch before its records exceed this many bytes (producer batch.size).")
 @click.option("--timestamp-type", type=click.Choice(["create", "log-append"]), default="create",
               show_default=True)
-@click.option("--now", "now_ms", type=int, help="Clock in epoch ms (LogAppendTime, default "
-              "record timestamps, segment.ms); default: the system clock.")
-@click.option("--producer-id", type=click.IntRange(0), help="Idempotent/transactional producer id.")
-@click.option("--producer-epoch", type=click.IntRange(0, 32767), default=0, show_default=True)
-@click.option("--base-sequence", type=click.IntRange(0), default=0, show_default=True)
+@click.option("--now", "now_ms", type=options.Time(),
+              help="The clock (LogAppendTime, default record timestamps, segment.ms), epoch "
+                   "ms or ISO-8601; default: the system clock.")
+@click.option("--producer-id", type=options.Int64(min=0),
+              help="Idempotent/transactional producer id.")
+@click.option("--producer-epoch", type=options.Int16(min=0), default=0, show_default=True)
+@click.option("--base-sequence", type=options.Int32(min=0), default=0, show_default=True,
+              help="Sequence of the first record; later batches follow on, wrapping past "
+                   "INT32 max to 0 as producers do.")
 @click.option("--transactional", is_flag=True,
               help="Write transactional batches (needs --producer-id).")
 @click.option("--end-txn", type=click.Choice(["commit", "abort"]),
               help="Close the transaction with a COMMIT or ABORT marker.")
-@click.option("--coordinator-epoch", type=int, default=0, show_default=True)
-@click.option("--leader-epoch", type=int, default=0, show_default=True,
+@click.option("--coordinator-epoch", type=options.Int32(min=0), default=0, show_default=True)
+@click.option("--leader-epoch", type=options.Int32(min=-1), default=0, show_default=True,
               help="partitionLeaderEpoch of the batches (-1: unknown).")
-@click.option("--magic", type=click.IntRange(0, 2), default=2, show_default=True,
+@click.option("--magic", type=options.Int8(min=0, max=2), default=2, show_default=True,
               help="0 or 1 writes legacy message sets (fixtures for old formats).")
-@click.option("--segment-bytes", type=click.IntRange(14), default=LogConfig.segment_bytes,
+@click.option("--segment-bytes", type=options.CONFIGS["segment.bytes"],
+              default=LogConfig.segment_bytes, show_default=True)
+@click.option("--segment-ms", type=options.CONFIGS["segment.ms"], default=LogConfig.segment_ms,
               show_default=True)
-@click.option("--segment-ms", type=click.IntRange(1), default=LogConfig.segment_ms,
-              show_default=True)
-@click.option("--index-interval-bytes", type=click.IntRange(0),
+@click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
               default=LogConfig.index_interval_bytes, show_default=True)
-@click.option("--segment-index-bytes", type=click.IntRange(4),
+@click.option("--segment-index-bytes", type=options.CONFIGS["segment.index.bytes"],
               default=LogConfig.segment_index_bytes, show_default=True)
+@click.option("--create", is_flag=True,
+              help="Create LOGDIR if it does not exist (without it a mistyped LOGDIR is an "
+                   "error, not a new log dir).")
 @click.option("--fsync", is_flag=True, help="fsync data, indexes and directories as it goes.")
 @click.option("--clean-shutdown", is_flag=True, help="Also write .kafka_cleanshutdown.")
 def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
-            input_format: str, payload: str, separator: str | None, codec: str,
+            input_format: str, payload: str, separator: bytes | None, codec: str,
             level: int | None, batch_records: int, batch_bytes: int, timestamp_type: str,
             now_ms: int | None, producer_id: int | None, producer_epoch: int,
             base_sequence: int, transactional: bool, end_txn: str | None,
             coordinator_epoch: int, leader_epoch: int, magic: int, segment_bytes: int,
-            segment_ms: int, index_interval_bytes: int, segment_index_bytes: int, fsync: bool,
-            clean_shutdown: bool) -> int:
+            segment_ms: int, index_interval_bytes: int, segment_index_bytes: int, create: bool,
+            fsync: bool, clean_shutdown: bool) -> int:
     """Append records to partition T-P of LOGDIR, rolling segments and writing indexes,
     producer snapshots and checkpoints exactly as a broker does; the partition is left as a
     cleanly shut-down broker leaves it. Input is checked in full before anything is written.
 
     \b
     Examples:
-      echo '{"key": "k1", "value": "hello"}' | kafkalog append /tmp/ld --topic t --partition 0
+      echo '{"value": "hello"}' | kafkalog append /tmp/ld --create --topic t --partition 0
       kafkalog append /tmp/ld --topic t --partition 0 --input recs.jsonl --codec zstd
       seq 1000 | kafkalog append /tmp/ld --topic t --partition 0 --input-format lines
       kafkalog append /tmp/ld --topic t --partition 0 --input tx.jsonl \\
@@ -168,8 +112,11 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         raise UsageError("--transactional and --end-txn need --producer-id")
     if magic < 2 and (transactional or end_txn or producer_id is not None or codec == "zstd"):
         raise UsageError("magic 0/1 has no producer fields, transactions or zstd")
-    if ".." in topic or "/" in topic or not topic:
-        raise UsageError(f"invalid topic name {topic!r}")
+    options.check_level(codec, level)
+    if separator == b"":
+        raise UsageError("--separator: the empty string splits nothing")
+    if not create and not logdir.is_dir():  # a mistyped LOGDIR must not become a log dir
+        raise LogDirIOError(f"{logdir}: no such log dir (pass --create to make a new one)")
     if logdir.is_dir() and any(naming.parse_file_name(p.name).kind is naming.FileKind.SEGMENT
                                for p in logdir.iterdir()):
         raise UsageError(f"{logdir}: is a partition dir (it holds segment files); give the log "
@@ -189,17 +136,20 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         else:
             try:
                 src = stack.enter_context(open(input_path, "rb"))
-            except OSError as e:
-                raise UsageError(f"{input_path}: cannot read: {e.strerror}") from None
+            except OSError as e:  # what cannot be opened is operational, as for a PATH
+                raise LogDirIOError(f"{input_path}: cannot read: {e.strerror}") from None
             name = str(input_path)
         # pass 1: validate everything, so bad input writes nothing
-        count = sum(1 for _ in read_records(src, name, input_format, payload, separator, clock))
+        count = sum(1 for _ in read_records(src, name, input_format, payload, separator, clock,
+                                            headers=magic == 2))
         src.seek(0)
-        logdir.mkdir(parents=True, exist_ok=True)
-        stack.enter_context(LogDirLock(logdir))
         w = PartitionWriter(logdir / naming.partition_dir_name(topic, partition), topic,
                             partition, cfg, now_ms=now_ms)
-        w.check()
+        _refuse_links(w)  # before the lock file, the first change, is made
+        logdir.mkdir(parents=True, exist_ok=True)
+        stack.enter_context(LogDirLock(logdir))
+        _refuse_links(w)
+        w.check(records=count + bool(end_txn))
         starts = read_offsets(logdir / naming.LOG_START)
         for ckpt in (naming.RECOVERY_POINT, naming.REPLICATION):
             read_offsets(logdir / ckpt)  # one that does not parse refuses before any write
@@ -208,7 +158,7 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         end_before = w.next_offset
         seq = base_sequence
         recs = read_records(src, name, input_format, payload, separator, clock)
-        for batch in _batches(recs, batch_records, batch_bytes):
+        for batch in batches(recs, batch_records, batch_bytes):
             first = w.next_offset
             tuples = [(first + i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(batch)]
             if magic < 2:
@@ -228,7 +178,7 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
                                   base_sequence=-1 if producer_id is None else seq,
                                   partition_leader_epoch=leader_epoch,
                                   transactional=transactional))
-            seq += len(batch)
+            seq = increment_sequence(seq, len(batch))
         if end_txn:
             k, v = encode_end_txn(end_txn == "commit", coordinator_epoch)
             w.append(encode_batch([(w.next_offset, clock, k, v, [])], producer_id=producer_id or 0,
@@ -251,3 +201,14 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
     note(f"appended {count} records to {topic}-{partition}; log end offset {leo}"
          + (f" ({w.rolls} segment rolls)" if w.rolls else ""))
     return 0
+
+
+_WRITES = (naming.LOCK, naming.CLEAN_SHUTDOWN, naming.RECOVERY_POINT, naming.REPLICATION,
+           naming.LOG_START)
+
+
+def _refuse_links(w: PartitionWriter) -> None:
+    """A partition dir that is a symlink or holds one, or a root file append writes (or its
+    .tmp) that is one: refused, nothing is written through a link."""
+    refuse_links(w.root, (*_WRITES, *(n + ".tmp" for n in _WRITES[1:])))
+    refuse_links(w.directory)

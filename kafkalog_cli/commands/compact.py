@@ -9,48 +9,67 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
+from kafkalog_cli.codec.layout import INT64_MAX
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
+from kafkalog_cli.commands.common import (
+    lock_dirs,
+    partition_bytes,
+    partition_fields,
+    quarantines,
+    ticking,
+)
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.output.console import progress
-from kafkalog_cli.output.render import json_bytes
+from kafkalog_cli.output.console import progress, settings
+from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.compaction import CleanerConfig, clean_round, cleanable_range, replay
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
+from kafkalog_cli.storage.offset_map import ENTRY
 from kafkalog_cli.storage.quarantine import Quarantine
 
 MAX_ROUNDS = 1000
 
 
 @click.command("compact", epilog="Exit codes: 0 done (or nothing eligible), 4 --dry-run found "
-               "work, 8 operational error (e.g. the log dir lock is held), 16 usage error.")
+               "work or a partition was skipped (its topic name breaks Kafka's rule), 8 "
+               "operational error (e.g. the log dir lock is held), 16 usage error."
+               + options.NO_LINKS)
 @options.paths_argument
-@click.option("--topic", "topics", multiple=True, shell_complete=options.complete_topic,
+@click.option("--topic", "topics", multiple=True, type=options.TopicName(),
+              shell_complete=options.complete_topic,
               help="In a log dir, compact these topics (repeatable). The tool cannot know a "
                    "topic's cleanup.policy, so a log dir needs --topic or --all.")
-@click.option("--all", "all_topics", is_flag=True, help="Compact every partition under PATH.")
-@click.option("--now", "now_ms", type=int, help="The clock, epoch ms (reproducible runs).")
-@click.option("--delete-retention-ms", type=click.IntRange(0), default=86_400_000,
-              show_default=True, help="How long tombstones and empty markers live.")
-@click.option("--min-compaction-lag-ms", type=click.IntRange(0), default=0, show_default=True)
-@click.option("--min-cleanable-ratio", type=click.FloatRange(0, 1), default=0.5,
-              show_default=True, help="Skip partitions whose dirty ratio is not above this.")
+@click.option("--all", "all_topics", is_flag=True,
+              help="Compact every partition under PATH (not with --topic).")
+@click.option("--now", "now_ms", type=options.Time(),
+              help="The clock, epoch ms or ISO-8601 (reproducible runs).")
+@click.option("--delete-retention-ms", type=options.CONFIGS["delete.retention.ms"],
+              default=86_400_000, show_default=True,
+              help="How long tombstones and empty markers live.")
+@click.option("--min-compaction-lag-ms", type=options.CONFIGS["min.compaction.lag.ms"],
+              default=0, show_default=True)
+@click.option("--min-cleanable-ratio", type=options.CONFIGS["min.cleanable.dirty.ratio"],
+              default=0.5, show_default=True,
+              help="Skip partitions whose dirty ratio is not above this.")
 @click.option("--force", is_flag=True, help="Clean even below --min-cleanable-ratio.")
-@click.option("--dedupe-buffer-size", type=click.IntRange(48), default=128 * 1024 * 1024,
-              show_default=True, help="Offset map memory (24 bytes per key); a round ends "
-                                      "when it fills and the next continues.")
-@click.option("--load-factor", type=click.FloatRange(0.01, 1), default=0.9, show_default=True)
-@click.option("--segment-bytes", type=click.IntRange(14), default=1024 * 1024 * 1024,
-              show_default=True, help="The topic's segment.bytes (limits merged segments).")
-@click.option("--max-rounds", type=click.IntRange(1), default=MAX_ROUNDS, show_default=True)
+@click.option("--dedupe-buffer-size", type=options.CONFIGS["log.cleaner.dedupe.buffer.size"],
+              default=128 * 1024 * 1024, show_default=True,
+              help="Offset map memory (24 bytes per key); a round ends when it fills and the "
+                   "next continues.")
+@click.option("--load-factor", type=options.CONFIGS["log.cleaner.io.buffer.load.factor"],
+              default=0.9, show_default=True,
+              help="How full the offset map may get (log.cleaner.io.buffer.load.factor).")
+@click.option("--segment-bytes", type=options.CONFIGS["segment.bytes"],
+              default=1024 * 1024 * 1024, show_default=True,
+              help="The topic's segment.bytes (limits merged segments).")
+@click.option("--max-rounds", type=options.Int32(min=1), default=MAX_ROUNDS, show_default=True)
 @click.option("--dry-run", is_flag=True,
               help="Report dirty ratio and what would go; change nothing.")
 @click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--no-quarantine", is_flag=True, help="Delete replaced segments outright.")
-@options.format_option(default="text", choices=("text", "json"))
+@options.format_option()
 def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             now_ms: int | None, delete_retention_ms: int, min_compaction_lag_ms: int,
             min_cleanable_ratio: float, force: bool, dedupe_buffer_size: int, load_factor: float,
@@ -68,7 +87,15 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
     """
     if quarantine_dir and no_quarantine:
         raise UsageError("--quarantine and --no-quarantine contradict each other")
+    if topics and all_topics:
+        raise UsageError("--topic and --all contradict each other: give one")
+    if dedupe_buffer_size // ENTRY * load_factor <= 1:  # LogCleaner's own requirement
+        raise UsageError(f"--dedupe-buffer-size {dedupe_buffer_size} at --load-factor "
+                         f"{load_factor} holds fewer than 2 keys: give more memory")
     now = now_ms if now_ms is not None else int(time.time() * 1000)
+    if now + delete_retention_ms > INT64_MAX:  # the delete horizon a batch header carries
+        raise UsageError(f"--delete-retention-ms: {delete_retention_ms} after --now {now} is "
+                         f"past {INT64_MAX} (the INT64 delete horizon of a batch)")
     cfg = CleanerConfig(dedupe_buffer_size=dedupe_buffer_size, load_factor=load_factor,
                         delete_retention_ms=delete_retention_ms,
                         min_compaction_lag_ms=min_compaction_lag_ms,
@@ -77,34 +104,40 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
     for p in paths:
         t = open_target(p)
         if t.kind == "partition":
-            parts += t.partitions()
+            parts += t.partitions(linked=True)
         elif t.kind in ("logdir", "archive"):
             if not topics and not all_topics:
                 raise UsageError(f"{p} is a log dir: choose partitions with --topic T or --all "
                                  "(kafkalog cannot know which topics are compacted)")
-            parts += [x for x in t.partitions() if all_topics or x.topic in topics]
+            parts += [x for x in t.partitions(linked=True) if all_topics or x.topic in topics]
         else:
             raise UsageError(f"{p}: compact a partition dir or a log dir")
     report: list[dict[str, Any]] = []
-    work = False
+    work = skipped = False
     out = sys.stdout
     with ExitStack() as stack:
-        parts = lock_dirs(parts, stack, dry_run=dry_run)
+        parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.CLEANER,))
+        qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
         bar = stack.enter_context(progress(partition_bytes(parts), "compact"))
         for part in ticking(parts, bar):
             if not part.segments:
                 continue
             log_dir = part.path.parent.resolve()
-            q = None if no_quarantine else Quarantine(log_dir, quarantine_dir)
-            entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds, q)
+            q = qs.get(log_dir)
+            if part.topic_error is not None:  # its cleaner checkpoint entry cannot be written
+                skipped = True
+                entry = {**partition_fields(part), "rounds": [],
+                         "skipped": f"{part.topic_error} (rename the dir)"}
+            else:
+                entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds,
+                                           q)
             work = work or bool(entry["rounds"])
             report.append(entry)
-            if fmt == "text":
+            if fmt == "text" and (entry["rounds"] or not settings.quiet):  # -q: no skips
                 out.write(_text(entry, dry_run) + "\n")
-    if fmt == "json":
-        out.write(json_bytes({"now": now, "dryRun": dry_run, "partitions": report},
-                             option=orjson.OPT_INDENT_2).decode() + "\n")
-    return 4 if dry_run and work else 0
+    if fmt != "text":
+        write_report(fmt, {"now": now, "dryRun": dry_run}, report, {"rounds": "round"})
+    return 4 if (dry_run and work) or skipped else 0
 
 
 def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, now: int,
@@ -115,7 +148,7 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
     log_start = max(part.segments[0].base_offset,
                     read_offsets(log_dir / naming.LOG_START).get(key, 0))
     hw_cp = read_offsets(log_dir / naming.REPLICATION).get(key)
-    entry: dict[str, Any] = {"partition": str(part.path), "rounds": []}
+    entry: dict[str, Any] = {**partition_fields(part), "rounds": []}
     for _ in range(max_rounds):
         state, aborted = replay(part)
         rng = cleanable_range(part, ckpt, log_start, hw_cp, state, now, cfg)
@@ -146,7 +179,9 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
 
 
 def _text(e: dict[str, Any], dry: bool) -> str:
-    head = f"{e['partition']}: dirty ratio {e.get('dirtyRatio')}"
+    if "dirtyRatio" not in e:
+        return f"{e['path']}: skipped: {e['skipped']}"
+    head = f"{e['path']}: dirty ratio {e.get('dirtyRatio')}"
     if "skipped" in e and not e["rounds"]:
         return f"{head}; skipped: {e['skipped']}"
     lines = [head]

@@ -2,8 +2,10 @@
 
 A record row gains `"decoded": {"key": ..., "value": ...}` (value None: tombstone), or
 `{"error": reason}` when its bytes do not decode; a KRaft control record's `control` gains
-`"data"`. Text output puts them where kafka-dump-log does (`key: {...} payload: {...}`,
-`SnapshotHeader {...}`). A record that does not decode never stops the dump.
+`"data"` whatever the mode, as kafka-dump-log always prints it. Text output puts them where
+and as Kafka 4's kafka-dump-log does (`key: {...} payload: {...}`, `SnapshotHeader {...}`,
+`LeaderChange: {...}`), without the fields kafkalog adds to JSON. A record that does not
+decode never stops the dump.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from kafkalog_cli.codec.internal import KINDS, TOPICS, Decoder, kind_for_topic
+from kafkalog_cli.codec.internal import KINDS, TOPICS, Decoder, kafka_view, kind_for_topic
 from kafkalog_cli.codec.internal.metadata import decode_control
 from kafkalog_cli.errors import CorruptDataError
 
@@ -35,8 +37,9 @@ def decode_option(f: F) -> F:
 class Decoding:
     """Which decoder a partition's records get, and applying it to record rows."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, kafka_text: bool = False) -> None:
         self.mode = mode
+        self.kafka_text = kafka_text  # rows for text output: kafka-dump-log's JSON only
 
     @property
     def forced(self) -> bool:
@@ -53,13 +56,12 @@ class Decoding:
                value: bytes | None) -> None:
         kind, fn = decoder
         try:
-            row["decoded"] = fn(key, value)
+            decoded = fn(key, value)
+            row["decoded"] = kafka_view(kind, decoded) if self.kafka_text else decoded
         except CorruptDataError as e:
             row["decoded"] = {"kind": kind, "error": str(e.reason)}
 
     def control(self, row: Row, control_type: int, value: bytes | None) -> None:
-        if self.mode == "none":
-            return
         ctl = row.get("control")
         if not isinstance(ctl, dict) or "error" in ctl:
             return
@@ -77,13 +79,12 @@ def _json(v: Any) -> str:
 
 
 def control_text(control: dict[str, Any]) -> str | None:
-    """kafka-dump-log's ` SnapshotHeader {...}` part; None when there is no decoded data."""
+    """kafka-dump-log's ` SnapshotHeader {...}` part (` LeaderChange: {...}`, the one label
+    it prints with a colon); None when there is no decoded data."""
     if "data" not in control:
         return None
-    if control.get("type") == "LEADER_CHANGE":  # kafka-dump-log shows only the type here
-        return (f" controlType: LEADER_CHANGE({control.get('typeId')}) {control['label']} "
-                f"{_json(control['data'])}")
-    return f" {control['label']} {_json(control['data'])}"
+    colon = ":" if control.get("type") == "LEADER_CHANGE" else ""
+    return f" {control['label']}{colon} {_json(control['data'])}"
 
 
 def data_text(decoded: dict[str, Any], offset: int) -> str:

@@ -3,30 +3,34 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
-from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.batch_v2 import decrement_sequence
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
-from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.codec.model import Damage, Record
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import decoding, options, v07
-from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
-from kafkalog_cli.output.console import warn
+from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
+from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
+from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import Renderer, json_bytes, make_renderer, payload_encoder
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.logdir import PartitionDir, open_target
 from kafkalog_cli.storage.reader import segments_in_range
 from kafkalog_cli.storage.segment import iter_batches
+from kafkalog_cli.storage.v07 import find_target
 
 Row = dict[str, Any]
+JSONL_CHUNK = 4096  # records the compiled JSON Lines writer turns into one write
 
 
 class Filters:
@@ -79,7 +83,7 @@ class Dumper:
         self.max_decompressed = max_decompressed
         self.problems = 0
         self.sizes = False  # text output shows raw key/value sizes
-        self.fast_jsonl: Callable[[str, int, str, list], bytes] | None = None  # type: ignore[type-arg]
+        self.fast_jsonl: Callable[[str, int, str, Iterable[Record]], bytes] | None = None
         self.decoding = decoding.Decoding("none")
 
     def undecodable(self, file: str, pos: int, e: CorruptDataError, what: str) -> None:
@@ -129,8 +133,11 @@ class Dumper:
             check = f.on_records
             if self.fast_jsonl is not None and b.magic == 2 and not control and decoder is None:
                 if check:
-                    recs = [r for r in recs if f.record_ok(r.offset, r.timestamp, r.key)]
-                out.out.write(self.fast_jsonl(topic, partition, tstype, recs))
+                    recs = (r for r in recs if f.record_ok(r.offset, r.timestamp, r.key))
+                # a slice at a time: the text of a batch of millions of records is not held
+                while chunk := self.fast_jsonl(topic, partition, tstype,
+                                               itertools.islice(recs, JSONL_CHUNK)):
+                    out.out.write(chunk)
                 continue
             for r in recs:
                 if check and not f.record_ok(r.offset, r.timestamp, r.key):
@@ -173,6 +180,11 @@ class Dumper:
                          kraft_snapshot=path.name.endswith(".checkpoint"))
 
     def partition(self, part: PartitionDir) -> None:
+        # the bootstrap snapshot a Kafka 4 format writes for a dynamic quorum: what the
+        # metadata log starts from (other KRaft snapshots are dumped when named)
+        for fn in part.kraft_snapshots:
+            if naming.is_bootstrap_snapshot(fn):
+                self.log_file(part.path / fn.name, None)
         for seg, start in segments_in_range(part, self.f.from_offset, self.f.to_offset):
             path = seg.log_path
             self.out.text(f"Dumping {path}")
@@ -183,50 +195,50 @@ class Dumper:
     # -- other files ------------------------------------------------------------------
     def other_file(self, path: Path, fn: naming.FileName) -> None:
         out = self.out
+        kind = file_kind(path, fn)  # refuses an unknown file before printing anything
         out.text(f"Dumping {path}")
         file = str(path)
-        suffix = fn.suffix
         base = fn.offset if fn.offset is not None else 0
-        if suffix == naming.INDEX:
+        if kind == "index-entry":
             idx = OffsetIndex.read(path, base)
+            if not idx.slot_count:
+                out.text(f"{path} is empty.")
             for off, pos in idx.entries:
                 out.row({"kind": "index-entry", "file": file, "offset": off, "position": pos})
             if idx.untrimmed:
-                out.text(f"({len(idx.slots) - idx.used} zero-filled preallocated slots not shown)")
-        elif suffix == naming.TIMEINDEX:
+                note(f"{path}: {idx.slot_count - idx.used} zero-filled preallocated slots not "
+                     "shown")
+        elif kind == "timeindex-entry":
             tidx = TimeIndex.read(path, base)
             for ts, off in tidx.entries:
                 out.row({"kind": "timeindex-entry", "file": file, "timestamp": ts,
                          "offset": off})
-        elif suffix == naming.TXNINDEX:
+        elif kind == "aborted-txn":
             for e in TxnIndex.read(path, base).entries:
                 out.row({"kind": "aborted-txn", "file": file, "version": e.version,
                          "producerId": e.producer_id, "firstOffset": e.first_offset,
                          "lastOffset": e.last_offset, "lastStableOffset": e.last_stable_offset})
-        elif suffix == naming.SNAPSHOT:
+        elif kind == "producer":
             for p in decode_snapshot(path.read_bytes()):
                 out.row({"kind": "producer", "file": file, "producerId": p.producer_id,
                          "producerEpoch": p.epoch, "coordinatorEpoch": p.coordinator_epoch,
                          "currentTxnFirstOffset": p.current_txn_first_offset,
                          "lastTimestamp": p.timestamp, "lastSequence": p.last_sequence,
                          "lastOffset": p.last_offset, "offsetDelta": p.offset_delta})
-        elif fn.kind is naming.FileKind.LEADER_EPOCH:
+        elif kind == "leader-epoch":
             for epoch, start in parse_leader_epochs(path.read_bytes()):
                 out.row({"kind": "leader-epoch", "file": file, "epoch": epoch,
                          "startOffset": start})
-        elif fn.name in naming.ROOT_CHECKPOINTS:
+        elif kind == "checkpoint-entry":
             for (t, p), off in parse_offsets(path.read_bytes()).items():
                 out.row({"kind": "checkpoint-entry", "file": file, "topic": t, "partition": p,
                          "offset": off})
-        elif fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
-                         naming.FileKind.QUORUM_STATE):
+        else:
             out.row({"kind": "file", "file": file, "content": path.read_text("utf-8",
                                                                              "backslashreplace")})
-        else:
-            raise UsageError(f"{path}: not a file kafkalog knows how to dump")
 
 
-def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:  # type: ignore[type-arg]
+def jsonl_writer(payload: str) -> Callable[[str, int, str, Iterable[Record]], bytes] | None:
     """The compiled JSON Lines writer for record rows, when the extension is built: the same
     bytes as orjson on the rows built below (tests/cli/test_dump_jsonl_fast.py checks)."""
     import os
@@ -243,7 +255,7 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:
     prefixes: dict[tuple[str, int], bytes] = {}
     types: dict[str, bytes] = {}
 
-    def write(topic: str, partition: int, tstype: str, recs: list) -> bytes:  # type: ignore[type-arg]
+    def write(topic: str, partition: int, tstype: str, recs: Iterable[Record]) -> bytes:
         prefix = prefixes.get((topic, partition))
         if prefix is None:
             prefix = json_bytes({"kind": "record", "topic": topic, "partition": partition,
@@ -257,24 +269,13 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, list], bytes] | None:
     return write
 
 
-def batch_row(b: Batch, pos: int, file: str) -> Row:
-    return {"kind": "batch", "file": file, "position": pos, "baseOffset": b.base_offset,
-            "lastOffset": b.last_offset, "count": b.count, "magic": b.magic,
-            "compression": compression.name(b.compression),
-            "timestampType": TIMESTAMP_TYPES[b.timestamp_type], "maxTimestamp": b.max_timestamp,
-            "producerId": b.producer_id, "producerEpoch": b.producer_epoch,
-            "baseSequence": b.base_sequence, "lastSequence": b.last_sequence,
-            "isTransactional": b.is_transactional, "isControl": b.is_control,
-            "deleteHorizonMs": b.delete_horizon_ms, "partitionLeaderEpoch":
-                b.partition_leader_epoch, "crc": b.crc, "isValid": b.is_valid(), "size": b.size}
-
-
 def _jbool(v: bool) -> str:
     return "true" if v else "false"
 
 
 def text_line(row: Row, print_data: bool = False) -> str | None:
-    """kafka-dump-log's line shapes, so existing greps keep working."""
+    """Kafka 4.3's kafka-dump-log lines (tests/conformance/test_conformance_dump4.py), so
+    existing greps keep working."""
     kind = row["kind"]
     if kind == "batch":
         ts = f"{row['timestampType']}: {row['maxTimestamp']}"
@@ -302,11 +303,7 @@ def text_line(row: Row, print_data: bool = False) -> str | None:
                 f"{row['firstOffset']} lastOffset: {row['lastOffset']} lastStableOffset: "
                 f"{row['lastStableOffset']}")
     if kind == "producer":
-        return (f"producerId: {row['producerId']} producerEpoch: {row['producerEpoch']} "
-                f"coordinatorEpoch: {row['coordinatorEpoch']} currentTxnFirstOffset: "
-                f"{row['currentTxnFirstOffset']} lastTimestamp: {row['lastTimestamp']} "
-                f"lastSequence: {row['lastSequence']} lastOffset: {row['lastOffset']} "
-                f"offsetDelta: {row['offsetDelta']}")
+        return _producer_text(row)
     if kind == "leader-epoch":
         return f"epoch: {row['epoch']} startOffset: {row['startOffset']}"
     if kind == "checkpoint-entry":
@@ -314,6 +311,26 @@ def text_line(row: Row, print_data: bool = False) -> str | None:
     if kind == "file":
         return str(row["content"])
     return None
+
+
+def _optional_long(v: int) -> str:
+    """Java's OptionalLong.toString: a negative value is Kafka's "none"."""
+    return "OptionalLong.empty" if v < 0 else f"OptionalLong[{v}]"
+
+
+def _producer_text(row: Row) -> str:
+    """A producer snapshot entry as ProducerStateManager.readSnapshot gives it: its last
+    batch's metadata only when it has a last offset."""
+    line = (f"producerId: {row['producerId']} producerEpoch: {row['producerEpoch']} "
+            f"coordinatorEpoch: {row['coordinatorEpoch']} currentTxnFirstOffset: "
+            f"{_optional_long(row['currentTxnFirstOffset'])} lastTimestamp: "
+            f"{row['lastTimestamp']}")
+    if row["lastOffset"] < 0:
+        return line
+    first = decrement_sequence(row["lastSequence"], row["offsetDelta"])
+    return (f"{line} firstSequence: {first} lastSequence: {row['lastSequence']} lastOffset: "
+            f"{row['lastOffset']} offsetDelta: {row['offsetDelta']} timestamp: "
+            f"{row['lastTimestamp']}")
 
 
 def _record_text(row: Row, print_data: bool) -> str:
@@ -324,7 +341,7 @@ def _record_text(row: Row, print_data: bool) -> str:
         keys = ",".join(h["key"] for h in row["headers"])
         parts.append(f" sequence: {row['sequence']} headerKeys: [{keys}]")
     else:
-        parts.append(f" isValid: true crc: {row['crc']}}}")
+        parts.append(f" isValid: true crc: {row['crc']}")
     control = row.get("control")
     if control and decoding.control_text(control):
         parts.append(decoding.control_text(control) or "")
@@ -355,28 +372,34 @@ def _record_text(row: Row, print_data: bool) -> str:
 @click.option("--no-batches", is_flag=True, help="With --records, print only records.")
 @options.format_option()
 @options.payload_option
-@click.option("--from-offset", type=click.IntRange(0),
+@click.option("--from-offset", type=options.Int64(min=0),
               help="First offset to show (seeks via the index).")
-@click.option("--to-offset", type=click.IntRange(0), help="Last offset to show (inclusive).")
-@click.option("--from-time", type=options.TimeType(),
+@click.option("--to-offset", type=options.Int64(min=0), help="Last offset to show (inclusive).")
+@click.option("--from-time", type=options.Time(),
               help="Earliest timestamp (epoch ms or ISO-8601).")
-@click.option("--to-time", type=options.TimeType(), help="Latest timestamp (inclusive).")
-@click.option("--key", "key_filter", help="Only records with this key (UTF-8); implies --records.")
-@click.option("--producer-id", type=int, help="Only batches of this producer id.")
+@click.option("--to-time", type=options.Time(), help="Latest timestamp (inclusive).")
+@click.option("--key", "key_filter", type=options.Bytes(),
+              help="Only records with this key: the argument's bytes, UTF-8 or not; implies "
+                   "--records.")
+@click.option("--producer-id", type=options.Int64(min=-1),
+              help="Only batches of this producer id (-1: batches with none).")
 @click.option("--only", type=click.Choice(["all", "data", "control"]), default="all",
               show_default=True, help="Only data batches or only control batches.")
 @options.max_decompressed_option
 @decoding.decode_option
 def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_batches: bool,
             fmt: str, payload: str, from_offset: int | None, to_offset: int | None,
-            from_time: int | None, to_time: int | None, key_filter: str | None,
+            from_time: int | None, to_time: int | None, key_filter: bytes | None,
             producer_id: int | None, only: str, max_decompressed_bytes: int,
             decode: str = "auto") -> int:
     """Print the contents of log dirs, partition dirs or single files.
 
     PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
-    .snapshot or .checkpoint file, a checkpoint file, a partition dir or a whole log dir.
-    Text output uses kafka-dump-log's line format; json/jsonl/csv carry Kafka's field names.
+    .snapshot or .checkpoint file (an index of remote-log-index-cache/ too), a checkpoint
+    file, a partition dir or a whole log dir. Text output is Kafka 4.3's kafka-dump-log's,
+    line for line; json, jsonl, csv and table carry Kafka's field names (docs/json.md) and
+    every field: with --records, batches and records share one csv header, the union of
+    their columns (`kind` tells the rows apart); --no-batches prints records only.
 
     \b
     Examples:
@@ -388,34 +411,34 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     """
     print_data = print_data or decode not in ("auto", "none")  # as kafka-dump-log's decoders
     records = with_records or print_data or key_filter is not None
+    batches = not (no_batches and records)
     filters = Filters(from_offset, to_offset, from_time, to_time,
-                      None if key_filter is None else key_filter.encode(), producer_id, only)
-    out = make_renderer(fmt, functools.partial(text_line, print_data=print_data))
-    d = Dumper(out, records, not (no_batches and records), payload_encoder(payload), filters,
-               max_decompressed_bytes)
+                      key_filter, producer_id, only)
+    # every PATH is resolved (and refused) before the first row is printed
+    targets = [(p, t07, None if t07 is not None else open_target(p))
+               for p in paths for t07 in [find_target(p)]]
+    kinds = [row_kinds(t07, target, records, batches) for _p, t07, target in targets]
+    columns = csv_columns(kinds) if fmt == "csv" else None
+    out = make_renderer(fmt, functools.partial(text_line, print_data=print_data), columns)
+    d = Dumper(out, records, batches, payload_encoder(payload), filters, max_decompressed_bytes)
     d.sizes = fmt == "text"
     if fmt == "jsonl":
         d.fast_jsonl = jsonl_writer(payload)
-    d.decoding = decoding.Decoding(decode)
+    d.decoding = decoding.Decoding(decode, kafka_text=fmt == "text")
     try:
-        for p in paths:
-            if v07.dump_path(p, d, print_data):  # Kafka 0.7 .kafka segments
-                continue
-            target = open_target(p)
-            if target.kind == "file":
+        for p, t07, target in targets:
+            if t07 is not None:  # Kafka 0.7 .kafka segments
+                v07.dump_target(p, t07, d, print_data)
+            elif target is not None and target.kind == "file":
                 fn = naming.parse_file_name(target.path.name)
-                is_log = (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
-                    fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
-                    (target.path.name.endswith((".log", ".checkpoint")) and
-                     fn.kind is not naming.FileKind.ROOT)
-                if is_log:
+                if is_log(target.path, fn):
                     d.log_file(target.path, fn.offset)
                 else:
                     try:
                         d.other_file(target.path, fn)
                     except CorruptDataError as e:
                         raise e.located(str(target.path), 0) from None
-            else:
+            elif target is not None:
                 for part in target.partitions():
                     d.partition(part)
     except KafkalogError:

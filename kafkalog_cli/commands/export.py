@@ -9,32 +9,22 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.commands.options import Text
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.output.console import note, settings
+from kafkalog_cli.output.console import count_progress, note
 
 
 @contextmanager
 def _task_progress(spark: Any) -> Iterator[None]:
     """A progress bar of finished Spark tasks, on a terminal only (the status tracker is a
     driver-side API: with Spark Connect there is none, and no bar)."""
-    import sys
-
-    if settings.quiet or not sys.stderr.isatty():
-        yield
-        return
     try:
         tracker = spark.sparkContext.statusTracker()
     except Exception:  # noqa: BLE001 - Spark Connect has no SparkContext (its own error types)
         yield
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    console = Console(file=sys.stderr, markup=False, highlight=False, emoji=False)
     stop = threading.Event()
-    with Progress(TextColumn("export"), BarColumn(), MofNCompleteColumn(), console=console,
-                  transient=True) as bar:
-        task = bar.add_task("export", total=None)
+    with count_progress("export") as update:
 
         def poll() -> None:
             while not stop.wait(0.3):
@@ -45,7 +35,7 @@ def _task_progress(spark: Any) -> Iterator[None]:
                         done += info.numCompletedTasks
                         total += info.numTasks
                 if total:
-                    bar.update(task, completed=done, total=total)
+                    update(done, total)
 
         t = threading.Thread(target=poll, daemon=True)
         t.start()
@@ -73,16 +63,16 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.argument("out", type=click.Path(path_type=str))
 @click.option("--to", "fmt", type=click.Choice(["parquet", "json", "csv"]), required=True,
               help="Output format (a Spark output directory).")
-@click.option("--master", metavar="URL",
+@click.option("--master", type=Text(), metavar="URL",
               help="Spark master: local[*] (default), local[N], spark://..., yarn, k8s://..., "
                    "or sc://host:port for Spark Connect [env: SPARK_REMOTE].")
-@click.option("-o", "--option", "opts", multiple=True, metavar="KEY=VALUE",
+@click.option("-o", "--option", "opts", multiple=True, type=Text(), metavar="KEY=VALUE",
               help="A kafkalog source option, e.g. subscribe=orders, startingOffsets=..., "
                    "isolation.level=read_committed, minPartitions=64 (repeatable).")
 @click.option("--batches", is_flag=True, help="Batch headers instead of records (mode=batches).")
 @click.option("--payload", type=click.Choice(["base64", "hex", "utf8"]), default="base64",
               show_default=True, help="How json/csv write keys, values and header values.")
-@click.option("--partition-by", metavar="COLS",
+@click.option("--partition-by", type=Text(), metavar="COLS",
               help="Comma-separated columns to partition the output by (e.g. topic,partition).")
 @click.option("--overwrite", is_flag=True, help="Replace OUT if it exists.")
 def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,

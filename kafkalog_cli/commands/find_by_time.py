@@ -14,6 +14,7 @@ from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import open_target
 from kafkalog_cli.storage.timelookup import (
     Found,
+    epoch_for_offset,
     log_end_offset,
     max_timestamp_offset,
     offset_for_time,
@@ -23,25 +24,42 @@ SPECIAL = ("earliest", "latest", "max-timestamp")
 
 
 def _text(row: dict[str, Any]) -> str:
-    off = "-" if row["offset"] is None else row["offset"]
     ts = row["timestamp"]
-    when = f" ({human_time(ts)})" if isinstance(ts, int) and ts >= 0 else ""
-    return f"{row['topic']}-{row['partition']} {ts}{when} {off}"
+    found = "no record" if row["offset"] is None else f"offset {row['offset']}"
+    if ts is not None:
+        found += f" timestamp {ts} ({human_time(ts)})"
+    if row["leaderEpoch"] is not None:
+        found += f" leaderEpoch {row['leaderEpoch']}"
+    target = row["targetTimestamp"]
+    query = row["query"] if target is None else f"{target} ({human_time(target)})"
+    return f"{row['topic']}-{row['partition']} {query}: {found}"
+
+
+def result_row(topic: str, partition: int, query: str, target: int | None,
+               found: Found) -> dict[str, Any]:
+    """What was asked, then what ListOffsets answers: offset, timestamp, leaderEpoch."""
+    return {"topic": topic, "partition": partition, "query": query,
+            "targetTimestamp": target, "offset": found.offset, "timestamp": found.timestamp,
+            "leaderEpoch": found.leader_epoch}
 
 
 @click.command("find-by-time", epilog="Exit codes: 0 done (an offset of null means no record "
                "matches), 4 a batch the search reads does not decode (its file and byte on "
                "stderr), 8 operational error, 16 usage error.")
 @options.paths_argument
-@click.option("--timestamp", "-t", "when", required=True, metavar="T",
+@click.option("--timestamp", "-t", "when", type=options.Time(specials=SPECIAL), required=True,
+              metavar="T",
               help="Epoch ms, ISO-8601 with a zone, or earliest / latest / max-timestamp.")
-@click.option("--topic", "topics", multiple=True, help="Only these topics (repeatable).")
+@click.option("--topic", "topics", multiple=True, type=options.TopicName(),
+              help="Only these topics (repeatable).")
 @options.format_option(default="auto")
-def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str) -> int:
+def command(paths: tuple[str, ...], when: int | str, topics: tuple[str, ...], fmt: str) -> int:
     """Find the earliest offset whose timestamp is at or after T, as a broker answers
     ListOffsets (time index, then offset index, then a scan of the batches).
 
-    One row per partition of a partition dir, topic or whole log dir.
+    One row per partition of a partition dir, topic or whole log dir: the query
+    (`query`, and `targetTimestamp` for a time), then ListOffsets's answer: the `offset`, the
+    found record's `timestamp` (none for earliest and latest) and its `leaderEpoch`.
 
     \b
     Examples:
@@ -51,13 +69,8 @@ def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str
       kafkalog find-by-time orders-0 -t latest
     """
     if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7: no timestamps to search
-        return v07.find_by_time(t07, when, fmt)
-    target_ts: int | None = None
-    if when not in SPECIAL:
-        try:
-            target_ts = options.parse_time(when)
-        except click.BadParameter as e:
-            raise click.BadParameter(e.message, param_hint="--timestamp") from None
+        return v07.find_by_time(t07, when, fmt, result_row, _text)
+    target_ts = when if isinstance(when, int) else None
     out = make_renderer(fmt, _text)
     for p in paths:
         for part in open_target(p).partitions():
@@ -72,16 +85,17 @@ def command(paths: tuple[str, ...], when: str, topics: tuple[str, ...], fmt: str
                     log_start = None
             if when == "earliest":
                 first = part.segments[0].base_offset if part.segments else 0
-                found = Found(max(first, log_start or 0), None)
+                start = max(first, log_start or 0)
+                found = Found(start, None, epoch_for_offset(part, start))
             elif when == "latest":
-                found = Found(log_end_offset(part), None)
+                found = Found(log_end_offset(part), None, epoch_for_offset(part, None))
             elif when == "max-timestamp":
                 found = max_timestamp_offset(part)
             else:
                 assert target_ts is not None
                 found = offset_for_time(part, target_ts, log_start)
-            out.row({"topic": part.topic, "partition": part.partition,
-                     "timestamp": found.timestamp if target_ts is None else target_ts,
-                     "offset": found.offset})
+            out.row(result_row(part.topic, part.partition,
+                               "timestamp" if target_ts is not None else str(when), target_ts,
+                               found))
     out.close()
     return 0

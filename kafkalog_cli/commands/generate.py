@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.codec.compression import NAMES
-from kafkalog_cli.commands import v07
+from kafkalog_cli.commands import options, v07
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.storage.damage import KINDS, apply_damage
@@ -34,24 +34,26 @@ PRESETS: dict[str, list[tuple[str, GenSpec]]] = {
 @click.command("generate")
 @click.argument("out", type=click.Path(path_type=Path))
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), help="A named recipe (fixtures).")
-@click.option("--topic", "topics", multiple=True, default=["demo"], show_default=True)
-@click.option("--partitions", type=click.IntRange(1), default=1, show_default=True)
-@click.option("--records", type=click.IntRange(0), default=1000, show_default=True,
+@click.option("--topic", "topics", multiple=True, type=options.TopicName(), default=["demo"],
+              show_default=True)
+@click.option("--partitions", type=options.Int32(min=1), default=1, show_default=True)
+@click.option("--records", type=options.Int64(min=0), default=1000, show_default=True,
               help="Records per partition.")
-@click.option("--batch-records", type=click.IntRange(1), default=20, show_default=True)
-@click.option("--value-bytes", type=click.IntRange(0), default=100, show_default=True)
-@click.option("--keys", type=click.IntRange(0), default=50, show_default=True,
+@click.option("--batch-records", type=options.Int32(min=1), default=20, show_default=True)
+@click.option("--value-bytes", type=options.Int32(min=0), default=100, show_default=True)
+@click.option("--keys", type=options.Int32(min=0), default=50, show_default=True,
               help="Key cardinality (0: null keys).")
-@click.option("--tombstones", type=click.FloatRange(0, 1), default=0.05, show_default=True)
+@click.option("--tombstones", type=options.Double(0, 1), default=0.05, show_default=True)
 @click.option("--codec", "codecs", multiple=True, type=click.Choice(NAMES), default=["none"],
               show_default=True, help="Codecs, cycled per batch (repeatable).")
-@click.option("--magic", type=click.IntRange(0, 2), default=2, show_default=True)
+@click.option("--magic", type=options.Int8(min=0, max=2), default=2, show_default=True)
 @click.option("--transactions", is_flag=True, help="Transactional batches with commits and aborts.")
 @click.option("--idempotent", is_flag=True, help="Idempotent producer fields on data batches.")
-@click.option("--jitter-ms", type=click.IntRange(0), default=0,
+@click.option("--jitter-ms", type=options.Int64(min=0), default=0,
               help="Randomise CreateTime by up to this much (non-monotonic timestamps).")
-@click.option("--segment-bytes", type=click.IntRange(14), default=16384, show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--segment-bytes", type=options.CONFIGS["segment.bytes"], default=16384,
+              show_default=True)
+@click.option("--seed", type=options.Int64(), default=1, show_default=True)
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
 @click.option("--damage", "damages", multiple=True, type=click.Choice(v07.damage_kinds(KINDS)),
               help="Damage the result for repair drills (repeatable); what was done is "

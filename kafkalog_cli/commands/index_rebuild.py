@@ -10,7 +10,7 @@ import click
 from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, ticking
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
-from kafkalog_cli.output.console import progress, warn
+from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.reindex import reindex_partition
@@ -26,12 +26,15 @@ def _text(row: dict[str, Any]) -> str:
 @click.command("index-rebuild", epilog="Exit codes: 0 indexes already right, 1 rewritten, "
                "4 --dry-run found indexes to rewrite, or a log has damage (indexes cover its "
                "valid prefix; run `kafkalog recover`), "
-               "8 operational error (e.g. the log dir lock is held), 16 usage error.")
+               "8 operational error (e.g. the log dir lock is held), 16 usage error."
+               + options.NO_LINKS)
 @options.paths_argument
-@click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,
-              show_default=True, help="The topic's index.interval.bytes.")
-@click.option("--segment-index-bytes", type=click.IntRange(8), default=DEFAULT_INDEX_BYTES,
-              show_default=True, help="The topic's segment.index.bytes (caps entries).")
+@click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
+              default=DEFAULT_INDEX_INTERVAL, show_default=True,
+              help="The topic's index.interval.bytes.")
+@click.option("--segment-index-bytes", type=options.CONFIGS["segment.index.bytes"],
+              default=DEFAULT_INDEX_BYTES, show_default=True,
+              help="The topic's segment.index.bytes (caps entries).")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @options.format_option()
 def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_bytes: int,
@@ -48,6 +51,8 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
       kafkalog index-rebuild /var/lib/kafka --index-interval-bytes 8192
     """
     out = make_renderer(fmt, _text)
+    # -q: people reading text or a table see what changed, not each index left as it was
+    terse = settings.quiet and fmt in ("text", "table")
     changed = damaged = 0
     targets = partitions_of(paths)
     with ExitStack() as stack:
@@ -65,7 +70,10 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
                         damaged += 1
                         warn(f"{c.damage}; indexes cover the valid prefix only "
                              f"(fix: kafkalog recover {part.path})")
-                    out.row({"segment": str(c.segment), "file": str(c.file), "kind": c.kind,
+                    if terse and not c.changed:
+                        continue
+                    out.row({"topic": part.topic, "partition": part.partition,
+                             "segment": str(c.segment), "file": str(c.file), "index": c.kind,
                              "entries": c.entries, "bytesBefore": c.before,
                              "bytesAfter": c.after, "changed": c.changed, "dryRun": dry_run})
     out.close()

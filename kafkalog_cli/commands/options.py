@@ -1,45 +1,324 @@
-"""Options and value parsers shared by several commands."""
+"""Options and value parsers shared by every command: the one place an option's type is set.
+
+Each value takes its type from what it is in Kafka: Int8/Int16/Int32/Int64 for protocol fields
+(with the narrower range Kafka allows, e.g. a producer epoch >= 0), CONFIGS for config values
+(the type and range of their ConfigDef validator), Double for ratios (finite), Time for
+timestamps (epoch ms >= 0 or ISO-8601, in every command), TopicName for Kafka's topic-name
+rule (storage.naming.topic_name_error), compression levels per codec
+(codec.compression.level_error), Bytes for keys and separators (the argument's bytes, UTF-8
+or not) and Text for other free text (UTF-8). Numbers are ASCII digits only. Every refusal is
+one line naming the option and the allowed range or form, before anything is read or written.
+"""
 
 from __future__ import annotations
 
+import math
+import os
+import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
 
+from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
+from kafkalog_cli.codec.layout import INT_RANGES
+from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.render import FORMATS, PAYLOADS
+from kafkalog_cli.storage.naming import topic_name_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-
-def parse_time(value: str) -> int:
-    """Epoch milliseconds, or ISO-8601 with a zone (`2024-05-01T12:00:00Z`)."""
-    v = value.strip()
-    if v.lstrip("-").isdigit():
-        return int(v)
-    try:
-        dt = datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is neither epoch milliseconds nor ISO-8601") from None
-    if dt.tzinfo is None:
-        raise click.BadParameter(f"{value!r} has no time zone; add Z or +HH:MM")
-    return int(dt.timestamp() * 1000)
+# the epilog sentence of every command that changes a log dir (storage/safety.py)
+NO_LINKS = (" Nothing is written, renamed or created through a symlink: a partition dir it "
+            "would change that is a symlink or holds one, and a .lock or checkpoint (or its "
+            ".tmp) it would write that is one, are refused with exit 8 before anything changes.")
 
 
-class TimeType(click.ParamType):
-    name = "TIME"
+_BLANKS = " \t\r\n"
+# Python's int() and float() also take Unicode digits ('٣'), underscores ('1_000') and
+# 'nan'/'inf'; Java's parsers (and so Kafka's configs) take none of these
+_ASCII_INT = re.compile(r"[+-]?[0-9]+")
+_ASCII_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_MAX_DIGITS = 30  # past every width; int() of a long string is slow or refused
+ISO_EXAMPLE = "2024-05-01T12:00:00Z"
+
+
+def shown(text: str) -> str:
+    """`text` in an error line: quoted, escaped (no newline, and bytes that are not UTF-8 as
+    \\xNN), long ones cut."""
+    r = repr(os.fsencode(text)) if undecodable(text) else repr(text)
+    return r if len(r) <= 60 else f"{r[:40]}... ({len(text)} characters)"
+
+
+def undecodable(text: str) -> bool:
+    """Whether `text` came from argv bytes that are not UTF-8 (decoded as lone surrogates)."""
+    return any("\udc80" <= c <= "\udcff" for c in text)
+
+
+class KafkaInt(click.IntRange):
+    """An integer Kafka stores in `bits` bits, within [min, max] (default: the whole width),
+    written in ASCII digits. `unit` replaces "INT<bits>" in messages when the option's unit
+    is not the field's."""
+
+    name = "integer"
+    bits: ClassVar[int]
+
+    def __init__(self, min: int | None = None, max: int | None = None, *,
+                 unit: str | None = None) -> None:
+        lo, hi = INT_RANGES[self.bits]
+        self.low = lo if min is None else min
+        self.high = hi if max is None else max
+        assert lo <= self.low <= self.high <= hi
+        self.unit = unit
+        super().__init__(self.low, self.high)
+
+    @property
+    def kafka_type(self) -> str:
+        return self.unit or f"INT{self.bits}"
+
+    @property
+    def allowed(self) -> str:
+        return f"[{self.low}, {self.high}] ({self.kafka_type})"
+
+    def error(self, value: object) -> str | None:
+        """Why `value` (already parsed, e.g. from JSON) is not one of these, or None."""
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"{value!r} is not an integer in {self.allowed}"
+        if not self.low <= value <= self.high:
+            return f"{value} is out of range {self.allowed}"
+        return None
+
+    def parse(self, value: object) -> int:
+        """`value` (text or an int) as one of these; ValueError saying why not."""
+        if isinstance(value, str):
+            text = value.strip(_BLANKS)
+            if not _ASCII_INT.fullmatch(text):
+                raise ValueError(f"{shown(value)} is not an integer in {self.allowed}")
+            if len(text) > _MAX_DIGITS:
+                raise ValueError(f"{shown(text)} is out of range {self.allowed}")
+            value = int(text)
+        why = self.error(value)
+        if why is not None:
+            raise ValueError(why)
+        assert isinstance(value, int)
+        return value
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
         try:
-            return parse_time(str(value))
-        except click.BadParameter as e:
-            self.fail(e.message, param, ctx)
+            return self.parse(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+    def _describe_range(self) -> str:
+        return f"{self.low}<=x<={self.high}, {self.kafka_type}"
+
+
+class Int8(KafkaInt):
+    bits = 8
+
+
+class Int16(KafkaInt):
+    bits = 16
+
+
+class Int32(KafkaInt):
+    bits = 32
+
+
+class Int64(KafkaInt):
+    bits = 64
+
+
+class Double(click.FloatRange):
+    """A DOUBLE in [min, max], as Kafka's ConfigDef.Range.between, and finite: Java reads
+    NaN and Infinity and Range lets NaN through, but neither means anything here."""
+
+    name = "float"
+
+    def __init__(self, min: float, max: float) -> None:
+        self.low, self.high = min, max
+        super().__init__(min, max)
+
+    @property
+    def allowed(self) -> str:
+        return f"[{self.low:g}, {self.high:g}] (a finite DOUBLE)"
+
+    def parse(self, value: object) -> float:
+        """`value` (text or a number) as one of these; ValueError saying why not."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number, text = float(value), repr(value)
+        else:
+            text = str(value).strip(_BLANKS)
+            if not _ASCII_FLOAT.fullmatch(text):
+                raise ValueError(f"{shown(str(value))} is not a number in {self.allowed}")
+            number = float(text)
+        if not (math.isfinite(number) and self.low <= number <= self.high):
+            raise ValueError(f"{shown(text)} is out of range {self.allowed}")
+        return number
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        try:
+            return self.parse(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+    def _describe_range(self) -> str:
+        return f"{self.low:g}<=x<={self.high:g}"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
+class Time(click.ParamType):
+    """A time as Kafka stores one: epoch milliseconds, an INT64 >= 0. Written as epoch ms
+    (ASCII digits) or ISO-8601 with a zone (`2024-05-01T12:00:00Z`, `...+02:00`); each of
+    `specials` (e.g. find-by-time's `latest`) passes through as it is."""
+
+    name = "TIME"
+    high = INT_RANGES[64][1]
+
+    def __init__(self, specials: tuple[str, ...] = ()) -> None:
+        self.specials = specials
+
+    @property
+    def allowed(self) -> str:
+        also = f", or {' / '.join(self.specials)}" if self.specials else ""
+        return (f"epoch ms in [0, {self.high}] (INT64) or ISO-8601 with a zone such as "
+                f"{ISO_EXAMPLE}{also}")
+
+    def parse(self, value: object) -> int | str:
+        """`value` as epoch ms (or one of the specials); ValueError saying why not."""
+        if isinstance(value, int) and not isinstance(value, bool):
+            ms, text = value, str(value)
+        else:
+            text = str(value).strip(_BLANKS)
+            if text in self.specials:
+                return text
+            ms = self._epoch_ms(text)
+        if not 0 <= ms <= self.high:
+            raise ValueError(f"{text} is out of range ({self.allowed})")
+        return ms
+
+    def _epoch_ms(self, text: str) -> int:
+        if _ASCII_INT.fullmatch(text):
+            if len(text) > _MAX_DIGITS:
+                raise ValueError(f"{shown(text)} is out of range ({self.allowed})")
+            return int(text)
+        try:  # ASCII only: fromisoformat also reads other scripts' digits
+            if not text.isascii():
+                raise ValueError
+            dt = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z")
+                                        else text)
+        except ValueError:
+            raise ValueError(f"{shown(text)} is not a time ({self.allowed})") from None
+        if dt.tzinfo is None:
+            raise ValueError(f"{shown(text)} has no time zone: add Z or +HH:MM "
+                             f"({self.allowed})")
+        return (dt - _EPOCH) // _MS
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | str:
+        try:
+            return self.parse(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+class Text(click.ParamType):
+    """Free text that is printed or handed to another program: it must be UTF-8 (argv bytes
+    that are not arrive as lone surrogates, which no output can carry)."""
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        if undecodable(text):
+            self.fail(f"{shown(text)} is not valid UTF-8 (give it as UTF-8 text)", param, ctx)
+        return text
+
+
+class Bytes(click.ParamType):
+    """An argument as the bytes it is, UTF-8 or not: os.fsencode undoes the surrogateescape
+    decoding of argv, so `--key $'\\xff'` means the one byte 0xff."""
+
+    name = "bytes"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> bytes:
+        return value if isinstance(value, bytes) else os.fsencode(str(value))
+
+
+class TopicName(click.ParamType):
+    """A topic name Kafka accepts (Topic.validate)."""
+
+    name = "TOPIC"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        text = str(value)
+        why = topic_name_error(text)
+        if undecodable(text):
+            why = (f"{shown(text)} is not valid UTF-8; a topic name has only ASCII letters, "
+                   "digits, '.', '_' and '-'")
+        if why is not None:
+            self.fail(why, param, ctx)
+        return text
+
+
+# The configs options set, with the type and validator range of Kafka's ConfigDefs
+# (LogConfig, CleanerConfig, TransactionStateManagerConfig): one place for every command.
+CONFIGS: dict[str, KafkaInt | Double] = {
+    "segment.bytes": Int32(min=14),  # atLeast(LegacyRecord.RECORD_OVERHEAD_V0)
+    "segment.ms": Int64(min=1),
+    "segment.index.bytes": Int32(min=4),
+    "index.interval.bytes": Int32(min=0),
+    "retention.ms": Int64(min=-1),
+    # a LONG with no validator, every negative meaning "no limit": -1 is the one documented
+    "retention.bytes": Int64(min=-1),
+    "file.delete.delay.ms": Int64(min=0),
+    "delete.retention.ms": Int64(min=0),
+    "min.compaction.lag.ms": Int64(min=0),
+    "min.cleanable.dirty.ratio": Double(0, 1),
+    # a LONG, but one cleaner thread's SkimpyOffsetMap takes an INT32 of memory; 48 bytes
+    # hold the two entries LogCleaner requires
+    "log.cleaner.dedupe.buffer.size": Int32(min=48),
+    # a DOUBLE with no validator; past 1 the map overfills, at 0 it holds nothing
+    "log.cleaner.io.buffer.load.factor": Double(0.01, 1),
+}
+CLEANUP_POLICIES = ("compact", "delete")  # cleanup.policy: ValidList.in(compact, delete)
+
+
+def cleanup_policy(value: object) -> frozenset[str]:
+    """cleanup.policy, a Kafka LIST: "compact,delete" (or a JSON list); ValueError if not."""
+    if isinstance(value, str):
+        items = [] if not value.strip() else [x.strip() for x in value.strip().split(",")]
+    elif isinstance(value, list) and all(isinstance(x, str) for x in value):
+        items = value
+    else:
+        raise ValueError(f"{value!r} is not a list of {' / '.join(CLEANUP_POLICIES)}")
+    bad = [x for x in items if x not in CLEANUP_POLICIES]
+    if bad:
+        raise ValueError(f"{bad[0]!r} is not one of {', '.join(CLEANUP_POLICIES)} (a "
+                         "comma-separated list of them)")
+    return frozenset(items)
+
+
+LEVEL_HELP = ("Compression level, as Kafka's compression.<codec>.level takes it: " + ", ".join(
+    f"{compression.name(c)} {lo}..{hi}" for c, (lo, hi) in compression.LEVELS.items())
+    + f" (gzip also {compression.GZIP_DEFAULT_LEVEL}).")
+
+
+def check_level(codec: str, level: int | None) -> None:
+    """--level against the range Kafka allows for --codec."""
+    if level is not None:
+        why = compression.level_error(compression.BY_NAME[codec], level)
+        if why is not None:
+            raise UsageError(f"--level: {why}")
 
 
 def format_option(default: str = "text", choices: tuple[str, ...] = FORMATS) -> Callable[[F], F]:
@@ -68,7 +347,8 @@ def payload_option(f: F) -> F:
 
 
 def max_decompressed_option(f: F) -> F:
-    return click.option("--max-decompressed-bytes", type=click.IntRange(1), metavar="BYTES",
+    # a batch Java inflates lives in an int-indexed ByteBuffer: INT32
+    return click.option("--max-decompressed-bytes", type=Int32(min=1), metavar="BYTES",
                         default=DEFAULT_MAX_DECOMPRESSED, show_default=True,
                         help="Cap on the decompressed size of one batch (hostile-input guard).")(f)
 

@@ -8,20 +8,26 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kafkalog_cli.commands import options, v07
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, ticking
+from kafkalog_cli.commands.common import (
+    lock_dirs,
+    partition_bytes,
+    partition_fields,
+    quarantines,
+    ticking,
+)
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, CorruptDataError, UsageError
-from kafkalog_cli.output.console import progress
-from kafkalog_cli.output.render import json_bytes
+from kafkalog_cli.output.console import progress, settings
+from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_partition
-from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.recovery import Plan, apply_plan, plan_partition
 from kafkalog_cli.storage.replace import apply_loader_actions
+
+LISTS = {"actions": "action", "problems": "problem"}  # csv and tables: a row for each
 
 
 def _recovery_point(part: PartitionDir) -> int:
@@ -54,8 +60,8 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
     for r in rows:
         what = r["action"]
         extra = ""
-        if "bytes" in r:
-            extra += f" bytes {r['bytes'][0]}..{r['bytes'][1]}"
+        if "positions" in r:
+            extra += f" bytes {r['positions'][0]}..{r['positions'][1]}"
         if r.get("offsets"):
             extra += f" offsets {r['offsets'][0]}..{r['offsets'][1]}"
         if r.get("records") is not None:
@@ -70,7 +76,8 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
 
 
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
-               "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage.")
+               "left (or --dry-run found work), 8 operational error (e.g. lock held), 16 usage."
+               + options.NO_LINKS)
 @options.paths_argument
 @click.option("--full", is_flag=True,
               help="Validate every segment, not just from the recovery point.")
@@ -81,9 +88,9 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
               help="Where removed files and cut bytes go (default: "
                    "<log dir>/../.kafkalog-quarantine/<log dir name>/<UTC time>/).")
 @click.option("--no-quarantine", is_flag=True, help="Delete instead of quarantining.")
-@click.option("--index-interval-bytes", type=click.IntRange(0), default=DEFAULT_INDEX_INTERVAL,
-              show_default=True)
-@options.format_option(default="text", choices=("text", "json"))
+@click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
+              default=DEFAULT_INDEX_INTERVAL, show_default=True)
+@options.format_option()
 def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             quarantine_dir: Path | None, no_quarantine: bool, index_interval_bytes: int,
             fmt: str) -> int:
@@ -110,18 +117,18 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     out = sys.stdout
     with ExitStack() as stack:
         targets = [open_target(p) for p in paths]
-        parts = [x for t in targets for x in t.partitions()]
+        parts = [x for t in targets for x in t.partitions(linked=True)]
         if not parts:
             raise UsageError("no partition dirs found under " + ", ".join(paths))
-        parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True)
-        quarantines: dict[Path, Quarantine] = {}
+        parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True,
+                          writes=(naming.RECOVERY_POINT, naming.REPLICATION))
+        qs = quarantines(parts, quarantine_dir, enabled=not no_quarantine)
         rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         bar = stack.enter_context(progress(partition_bytes(parts), "recover"))
         for part in ticking(parts, bar):
             log_dir = part.path.parent.resolve()
-            q = quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
-                                                           enabled=not no_quarantine))
+            q = qs[log_dir]
             rp = _recovery_point(part)
             if rp == 0 and part.log_dir is not None and _corrupt(log_dir / naming.RECOVERY_POINT):
                 rows_corrupt = True
@@ -138,6 +145,10 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 rows = _describe(plan) [:len(plan.loader)] + _describe(plan2)
                 plan = plan2
             probs = [p.as_dict() for p in plan.problems]
+            if part.topic_error is not None:
+                probs.append({"file": str(part.path), "position": None,
+                              "message": f"{part.topic_error}: its recovery point is not "
+                                         "written (rename the dir)"})
             changed += bool(rows)
             problems += len(probs)
             if part.log_dir is not None and plan.log_end_offset is not None and not probs:
@@ -157,7 +168,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                                  "reason": f"high watermark {hw} -> {plan.log_end_offset} (the "
                                            "broker clamps it to the log end at load)"})
                     changed += 1
-            report.append({"partition": str(part.path), "recoveryPoint": rp,
+            report.append({**partition_fields(part), "recoveryPoint": rp,
                            "logEndOffset": plan.log_end_offset, "actions": rows,
                            "problems": probs})
             if fmt == "text" and (rows or probs):
@@ -166,14 +177,13 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             for log_dir, updates in rp_updates.items():
                 cp = log_dir / naming.RECOVERY_POINT
                 if _corrupt(cp):
-                    quarantines[log_dir].remove(cp, "checkpoint that does not parse; rewritten")
+                    qs[log_dir].remove(cp, "checkpoint that does not parse; rewritten")
                 update_offsets(cp, updates, replace_corrupt=True)
             for log_dir, updates in hw_updates.items():
                 update_offsets(log_dir / naming.REPLICATION, updates)
-    if fmt == "json":
-        out.write(json_bytes({"dryRun": dry_run, "partitions": report},
-                             option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif not changed and not problems:
+    if fmt != "text":
+        write_report(fmt, {"dryRun": dry_run}, report, LISTS)
+    elif not changed and not problems and not settings.quiet:
         out.write("nothing to do\n")
     if problems or (dry_run and changed):
         return EXIT_UNFIXED

@@ -12,48 +12,77 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs
-from kafkalog_cli.errors import CorruptDataError, UsageError
-from kafkalog_cli.output.render import json_bytes
+from kafkalog_cli.commands.common import lock_dirs, partition_fields, quarantines
+from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
+from kafkalog_cli.output.console import settings
+from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.checkpoints import read_offsets
 from kafkalog_cli.storage.logdir import open_target
-from kafkalog_cli.storage.quarantine import Quarantine
+from kafkalog_cli.storage.naming import topic_name_error
 from kafkalog_cli.storage.retention import Policy, apply_retention, plan_retention, remove_deleted
+
+TOPIC_SETTINGS = ("retention.ms", "retention.bytes", "cleanup.policy")
 
 
 def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
+    """The per-topic settings of --topic-config, each checked as Kafka's ConfigDef checks it
+    (a value may be a JSON number or Kafka's own text form), before anything is read."""
     if path is None:
         return {}
     try:
         data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as e:
+    except OSError as e:  # what cannot be opened is operational, as for a PATH
+        raise LogDirIOError(f"{path}: cannot read the topic settings: {e.strerror}") from None
+    except orjson.JSONDecodeError as e:
         raise UsageError(f"{path}: cannot read the topic settings: {e}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise UsageError(f"{path}: expected {{\"topic\": {{\"retention.ms\": N, ...}}, ...}}")
+    for topic, settings_ in data.items():
+        why = topic_name_error(topic)
+        if why is not None:
+            raise UsageError(f"{path}: {why}")
+        for key, value in settings_.items():
+            try:
+                if key == "cleanup.policy":
+                    settings_[key] = options.cleanup_policy(value)
+                elif key in TOPIC_SETTINGS:
+                    settings_[key] = options.CONFIGS[key].parse(value)
+                else:
+                    raise ValueError(f"not a setting retain applies (it takes "
+                                     f"{', '.join(TOPIC_SETTINGS)})")
+            except ValueError as e:
+                raise UsageError(f"{path}: {topic}: {key}: {e}") from None
     return data
 
 
 @click.command("retain", epilog="Exit codes: 0 done (whether or not anything was deleted), "
-               "4 a checkpoint or batch it must read does not decode (its file and byte on "
-               "stderr), 8 operational error (e.g. the log dir lock is held), 16 usage error. "
-               "Silent unless something happened; --format json always prints a summary.")
+               "4 a partition was skipped (its topic name breaks Kafka's rule) or a checkpoint "
+               "or batch it must read does not decode (its file and byte on stderr), "
+               "8 operational error (e.g. the log dir lock is held), 16 usage error. Silent "
+               "unless something happened; --format json always prints a summary."
+               + options.NO_LINKS)
 @options.paths_argument
-@click.option("--retention-ms", type=int, default=-1, show_default=True,
+@click.option("--retention-ms", type=options.CONFIGS["retention.ms"], default=-1,
+              show_default=True,
               help="retention.ms (-1: no time retention).")
-@click.option("--retention-bytes", type=int, default=-1, show_default=True,
+@click.option("--retention-bytes", type=options.CONFIGS["retention.bytes"], default=-1,
+              show_default=True,
               help="retention.bytes per partition (-1: no size retention).")
-@click.option("--log-start-offset", type=click.IntRange(0),
+@click.option("--log-start-offset", type=options.Int64(min=0),
               help="Delete segments entirely below this offset (default: the checkpoint).")
 @click.option("--topic-config", type=click.Path(dir_okay=False, path_type=Path),
               help='JSON: {"topic": {"retention.ms": N, "retention.bytes": N, '
-                   '"cleanup.policy": "delete|compact"}}; overrides the flags per topic.')
-@click.option("--now", "now_ms", type=int, help="The clock, epoch ms (reproducible runs).")
-@click.option("--delete-delay", type=click.IntRange(0), default=0, show_default=True,
+                   '"cleanup.policy": "delete|compact|compact,delete"}}; overrides the flags '
+                   'per topic; each value is checked as Kafka checks it.')
+@click.option("--now", "now_ms", type=options.Time(),
+              help="The clock, epoch ms or ISO-8601 (reproducible runs).")
+@click.option("--delete-delay", type=options.CONFIGS["file.delete.delay.ms"], default=0,
+              show_default=True,
               metavar="MS", help="Keep .deleted files this long; a later run removes them.")
 @click.option("--ignore-high-watermark", is_flag=True,
               help="Allow deleting past the high watermark in replication-offset-checkpoint.")
-@click.option("--max-future-ms", type=click.IntRange(0),
+@click.option("--max-future-ms", type=options.Int64(min=0),
               help="Segments whose largest timestamp is more than this far in the future use "
                    "their file mtime instead (a known reason time retention stalls).")
 @click.option("--dry-run", is_flag=True, help="Say what would be deleted; change nothing.")
@@ -61,7 +90,7 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
 @click.option("--no-quarantine", is_flag=True,
               help="Really delete (frees the space; by default deleted segments are moved to "
                    "the quarantine folder).")
-@options.format_option(default="text", choices=("text", "json"))
+@options.format_option()
 def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
             log_start_offset: int | None, topic_config: Path | None, now_ms: int | None,
             delete_delay: int, ignore_high_watermark: bool, max_future_ms: int | None,
@@ -84,17 +113,24 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
     summary: list[dict[str, Any]] = []
     out = sys.stdout
     with ExitStack() as stack:
-        parts = [x for p in paths for x in open_target(p).partitions()]
-        parts = lock_dirs(parts, stack, dry_run=dry_run)
-        quarantines: dict[Path, Quarantine | None] = {}
+        parts = [x for p in paths for x in open_target(p).partitions(linked=True)]
+        parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.LOG_START,))
+        qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
+        skipped = False
         for part in parts:
             log_dir = part.path.parent.resolve()
-            q = quarantines.setdefault(log_dir, None if no_quarantine else
-                                       Quarantine(log_dir, quarantine_dir))
+            if part.topic_error is not None:  # its log start entry cannot be written
+                skipped = True
+                why = f"{part.topic_error} (rename the dir)"
+                summary.append({**partition_fields(part), "skipped": why, "dryRun": dry_run})
+                if fmt == "text":
+                    out.write(f"skipped {part.path}: {why}\n")
+                continue
+            q = qs.get(log_dir)
             cfg = per_topic.get(part.topic, {})
-            policy = Policy(int(cfg.get("retention.ms", retention_ms)),
-                            int(cfg.get("retention.bytes", retention_bytes)),
-                            cfg.get("cleanup.policy", "delete") == "compact")
+            policy = Policy(cfg.get("retention.ms", retention_ms),
+                            cfg.get("retention.bytes", retention_bytes),
+                            "delete" not in cfg.get("cleanup.policy", {"delete"}))
             try:
                 start = log_start_offset if log_start_offset is not None else \
                     read_offsets(log_dir / naming.LOG_START).get(part.key)
@@ -114,7 +150,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
             if not dry_run:
                 apply_retention(plan, q, delete_now=delete_delay == 0, log_dir=log_dir)
                 swept = remove_deleted(part.path, q, older_than_ms=delete_delay, log_dir=log_dir)
-            entry = {"partition": str(part.path), "deleted": [v.as_dict() for v in plan.victims],
+            entry = {**partition_fields(part), "deleted": [v.as_dict() for v in plan.victims],
                      "rolled": plan.roll_at, "logStartOffset": plan.new_log_start,
                      "removedDeletedFiles": [str(p) for p in swept], "notes": plan.notes,
                      "dryRun": dry_run}
@@ -127,9 +163,8 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                 if plan.roll_at is not None:
                     out.write(f"{'would roll' if dry_run else 'rolled'} a new empty segment at "
                               f"{plan.roll_at} in {part.path}\n")
-                for note in plan.notes:
+                for note in [] if settings.quiet else plan.notes:
                     out.write(f"note: {note}\n")
-    if fmt == "json":
-        out.write(json_bytes({"now": now, "partitions": summary},
-                             option=orjson.OPT_INDENT_2).decode() + "\n")
-    return 0
+    if fmt != "text":
+        write_report(fmt, {"now": now}, summary, {"deleted": "deleted"})
+    return 4 if skipped else 0

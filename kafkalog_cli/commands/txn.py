@@ -9,11 +9,12 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.commands import options
 from kafkalog_cli.errors import EXIT_UNFIXED
 from kafkalog_cli.output.console import warn
-from kafkalog_cli.output.render import make_renderer
+from kafkalog_cli.output.render import exploding, make_renderer
 from kafkalog_cli.storage.logdir import open_target
 from kafkalog_cli.storage.transactions import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
@@ -23,6 +24,8 @@ from kafkalog_cli.storage.transactions import (
 
 Row = dict[str, Any]
 MINUTE_MS = 60_000
+# csv and tables: a row per partition, then one per open and per aborted transaction
+FLATTEN = exploding({"open": "open", "aborted": "aborted"})
 
 
 def abort_command(bootstrap: str, topic: str, partition: int, start_offset: int) -> str:
@@ -93,15 +96,17 @@ def text_line(row: Row) -> str:
 @click.command("txn", epilog="Exit codes: 0 no hanging transaction, 4 hanging transactions "
                "found (or damage while reading), 8 operational error, 16 usage error.")
 @options.paths_argument
-@options.format_option(default="text", choices=("text", "json"))
-@click.option("--now", "now", type=options.TimeType(),
+@options.format_option()
+@click.option("--now", "now", type=options.Time(),
               help="The time ages are measured at (epoch ms or ISO-8601; default: the clock).")
-@click.option("--max-transaction-timeout", type=click.IntRange(1),
+@click.option("--max-transaction-timeout",
+              type=options.Int32(min=1, max=INT32_MAX // MINUTE_MS,
+                                 unit="minutes; transaction.max.timeout.ms is an INT32 of ms"),
               default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MS // MINUTE_MS,
               show_default=True, metavar="MINUTES",
               help="An open transaction idle longer than this is hanging (as "
                    "kafka-transactions.sh find-hanging).")
-@click.option("--bootstrap-server", default="<host:port>", show_default=True,
+@click.option("--bootstrap-server", type=options.Text(), default="<host:port>", show_default=True,
               help="Put into the suggested kafka-transactions.sh abort commands.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also list partitions with no open or aborted transaction.")
@@ -129,7 +134,7 @@ def command(paths: tuple[str, ...], fmt: str, now: int | None, max_transaction_t
             warn(f"{where}: byte {d.position}: {d.reason} [{d.code}]")
         return on_damage
 
-    out = make_renderer(fmt, text_line)
+    out = make_renderer(fmt, text_line, flatten=FLATTEN)
     hanging = 0
     for p in paths:
         for part in open_target(p).partitions():

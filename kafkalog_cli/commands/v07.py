@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import orjson
 
+from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.v07 import Message07, codec_name, inner_messages
 from kafkalog_cli.errors import (
@@ -24,12 +24,17 @@ from kafkalog_cli.errors import (
     CorruptDataError,
     UsageError,
 )
-from kafkalog_cli.output.console import ESCAPE, note, warn
-from kafkalog_cli.output.render import json_bytes, make_renderer
+from kafkalog_cli.output.console import note, settings, warn
+from kafkalog_cli.output.render import exploding, make_renderer, write_document, write_report
+from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.check import CheckOptions, Stats
 from kafkalog_cli.storage.findings import Findings
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.logdir import require_exists
+from kafkalog_cli.storage.naming import LOCK
 from kafkalog_cli.storage.quarantine import Quarantine
+from kafkalog_cli.storage.safety import refuse_link, refuse_links
+from kafkalog_cli.storage.timelookup import Found
 from kafkalog_cli.storage.v07 import (
     CLEAN_SHUTDOWN,
     Partition07,
@@ -52,6 +57,9 @@ def targets(paths: tuple[str, ...]) -> list[Target07] | None:
     v07 = [t for _, t in found if t is not None]
     if not v07:
         return None
+    for p, t in found:
+        if t is None:
+            require_exists(p)
     if len(v07) < len(found):
         other = ", ".join(p for p, t in found if t is None)
         raise UsageError(f"{other}: not Kafka 0.7 data, while {v07[0].path} is; run the "
@@ -80,17 +88,22 @@ def verify_path(path: str, f: Findings, opts: CheckOptions, stats: Stats) -> boo
 
 # -- dump -------------------------------------------------------------------------------
 
-def dump_path(path: str, d: Any, print_data: bool) -> bool:
-    """Dump PATH with dump's Dumper `d` if it holds 0.7 data (True), else False."""
-    t = find_target(path)
-    if t is None:
-        return False
+KIND_COLUMNS: dict[str, tuple[str, ...]] = {  # dump's rows of 0.7 data (see dump.KIND_COLUMNS)
+    "entry": ("kind", "file", "topic", "partition", "position", "offset", "nextOffset", "size",
+              "magic", "attributes", "compression", "crc", "isValid", "payloadSize"),
+    "message": ("kind", "topic", "partition", "offset", "nextOffset", "innerIndex", "magic",
+                "attributes", "compression", "crc", "isValid", "payloadSize", "payload"),
+}
+
+
+def dump_target(path: str, t: Target07, d: Any, print_data: bool) -> None:
+    """Dump the 0.7 data PATH names with dump's Dumper `d`."""
     flt = d.f
     if any(v is not None for v in (flt.from_time, flt.to_time, flt.key, flt.producer_id)):
         raise UsageError(f"{path}: Kafka 0.7 messages have no timestamps, keys or producer ids "
                          "to filter on; use --from-offset/--to-offset (byte offsets)")
     if flt.only == "control":
-        return True
+        return
     d.problems += _problems_to_stderr(t)
     for part in t.partitions:
         if part.mixed and t.kind != "file":
@@ -101,7 +114,6 @@ def dump_path(path: str, d: Any, print_data: bool) -> bool:
             if flt.from_offset is not None and seg.end <= flt.from_offset:
                 continue
             _dump_segment(d, part, seg, print_data)
-    return True
 
 
 def _damage_reporter(d: Any, seg: Segment07) -> Callable[[Damage], None]:
@@ -140,7 +152,7 @@ def _dump_segment(d: Any, part: Partition07, seg: Segment07, print_data: bool) -
             d.problems += 1
             warn(f"{seg.path}:{pos}: compressed message does not decode: {e.reason}")
             continue
-        wrapped = inner[0] is not msg
+        wrapped = msg.codec != compression.NONE
         for i, m in enumerate(inner):
             row = {"kind": "message", **base, "offset": offset, "nextOffset": nxt,
                    "innerIndex": i if wrapped else None, **_fields(m),
@@ -180,8 +192,8 @@ def _recover_text(rows: list[Row], probs: list[Row], dry: bool) -> str:
     lines = []
     for r in rows:
         extra = ""
-        if "bytes" in r:
-            extra += f" bytes {r['bytes'][0]}..{r['bytes'][1]}"
+        if "positions" in r:
+            extra += f" bytes {r['positions'][0]}..{r['positions'][1]}"
         if r.get("offsets"):
             extra += f" offsets {r['offsets'][0]}..{r['offsets'][1]}"
         if r.get("records"):
@@ -206,40 +218,48 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
     changed = problems = 0
     with ExitStack() as stack:
         parts = [p for t in ts for p in t.partitions]
+        roots = dict.fromkeys(p.path.parent.resolve() for p in parts)
+        for linked in (p for t in ts for p in t.linked):
+            refuse_link(linked)  # before any change, as for current log dirs
+        for root in roots:
+            refuse_link(root / LOCK)
+        for part in parts:
+            refuse_links(part.path)
+        qs = {root: Quarantine(root, quarantine_dir, enabled=not no_quarantine)
+              for root in roots}
         if not dry_run:
-            for root in dict.fromkeys(p.path.parent.resolve() for p in parts):
+            for root in roots:
                 stack.enter_context(LogDirLock(root))
         for t in ts:
             for path, msg in target_problems(t):
                 if path not in {p.path for p in parts}:  # mixed log dir: the 0.8+ dirs
                     problems += 1
-                    report.append({"partition": str(path), "format": FORMAT,
+                    pn = naming.parse_partition_dir(path.name)
+                    report.append({"topic": pn and pn.topic, "partition": pn and pn.partition,
+                                   "path": str(path), "format": FORMAT,
                                    "logEndOffset": None, "actions": [],
                                    "problems": [{"file": str(path), "position": None,
                                                  "message": msg}]})
-        quarantines: dict[Path, Quarantine] = {}
         for part in parts:
             plan = plan_partition(part, full=full, force=force)
             if not dry_run and not plan.empty:
-                log_dir = part.path.parent.resolve()
-                q = quarantines.setdefault(log_dir, Quarantine(log_dir, quarantine_dir,
-                                                               enabled=not no_quarantine))
-                apply_plan(plan, q)
+                apply_plan(plan, qs[part.path.parent.resolve()])
             rows = [a.as_dict() for a in plan.actions]
             probs = [p.as_dict() for p in plan.problems]
             changed += bool(rows)
             problems += len(probs)
-            report.append({"partition": str(part.path), "format": FORMAT,
+            report.append({"topic": part.topic, "partition": part.partition,
+                           "path": str(part.path), "format": FORMAT,
                            "logEndOffset": plan.log_end_offset, "actions": rows,
                            "problems": probs})
-    if fmt == "json":
-        out.write(json_bytes({"dryRun": dry_run, "partitions": report},
-                             option=orjson.OPT_INDENT_2).decode() + "\n")
+    if fmt != "text":
+        write_report(fmt, {"dryRun": dry_run}, report,
+                     {"actions": "action", "problems": "problem"})
     else:
         for r in report:
             if r["actions"] or r["problems"]:
                 out.write(_recover_text(r["actions"], r["problems"], dry_run) + "\n")
-        if not changed and not problems:
+        if not changed and not problems and not settings.quiet:
             out.write("nothing to do\n")
     if problems or (dry_run and changed):
         return EXIT_UNFIXED
@@ -252,8 +272,8 @@ def _partition_info(part: Partition07) -> Row:
     info: Row = {"topic": part.topic, "partition": part.partition, "path": str(part.path),
                  "format": FORMAT, "segments": len(part.segments),
                  "bytes": sum(s.size for s in part.segments),
-                 "start_offset": part.segments[0].start if part.segments else None,
-                 "end_offset": None, "entries": 0, "codecs": set(), "magics": set(),
+                 "logStartOffset": part.segments[0].start if part.segments else None,
+                 "logEndOffset": None, "entries": 0, "codecs": set(), "magics": set(),
                  "damaged": False, "mixed": part.mixed}
     for seg in part.segments:
         def hit(_d: Damage) -> None:
@@ -264,61 +284,70 @@ def _partition_info(part: Partition07) -> Row:
             info["codecs"].add(codec_name(msg.codec))
             info["magics"].add(msg.magic)
             end = seg.start + pos + msg.entry_size
-        info["end_offset"] = end
+        info["logEndOffset"] = end
     info["codecs"], info["magics"] = sorted(info["codecs"]), sorted(info["magics"])
     return info
+
+
+_ENTRY_KINDS = {"logdir": "logDir", "partition": "partitionDir", "file": "segmentFile"}
+
+
+def _info_text(entry: Row) -> str:
+    from tabulate import tabulate
+
+    head = f"{entry['path']}  format: Kafka 0.7 (offsets are byte offsets)"
+    if "cleanShutdown" in entry:
+        head += f"  clean shutdown: {'yes' if entry['cleanShutdown'] else 'no'}"
+    rows = [[f"{x['topic']}-{x['partition']}", x["format"], x["segments"],
+             "-" if x["logStartOffset"] is None else x["logStartOffset"],
+             "-" if x["logEndOffset"] is None else x["logEndOffset"], x["bytes"], x["entries"],
+             ",".join(x["codecs"]) or "-",
+             ",".join(s for s, on in (("damaged", x["damaged"]), ("mixed", x["mixed"]))
+                      if on) or "-"]
+            for x in entry["partitions"]]
+    lines = [head, tabulate(rows, headers=["partition", "format", "segs", "start", "end",
+                                           "bytes", "entries", "codecs", "state"],
+                            tablefmt="plain")]
+    if entry.get("mixedDirs"):
+        lines.append("0.8+ partition dirs here too (mixed): " + ", ".join(entry["mixedDirs"]))
+    return "\n".join(lines) + "\n"
 
 
 def info(ts: list[Target07], fmt: str) -> int:
     report: list[Row] = []
     for t in ts:
-        entry: Row = {"path": str(t.path), "format": FORMAT}
+        entry: Row = {"kind": _ENTRY_KINDS[t.kind], "path": str(t.path), "format": FORMAT}
         if t.kind == "logdir":
             entry["cleanShutdown"] = CLEAN_SHUTDOWN in t.root_files
             entry["mixedDirs"] = [str(d) for d in t.modern_dirs]
         entry["partitions"] = [_partition_info(p) for p in t.partitions]
         report.append(entry)
-    out = sys.stdout.buffer
     if fmt == "json":
-        out.write(json_bytes(report, option=orjson.OPT_INDENT_2) + b"\n")
+        write_document(report)
         return 0
-    from tabulate import tabulate
-
+    out = make_renderer(fmt, _info_text, flatten=exploding({"partitions": "partition"}, ()))
     for entry in report:
-        head = f"{entry['path']}  format: Kafka 0.7 (offsets are byte offsets)"
-        if "cleanShutdown" in entry:
-            head += f"  clean shutdown: {'yes' if entry['cleanShutdown'] else 'no'}"
-        rows = [[f"{x['topic']}-{x['partition']}", x["format"], x["segments"],
-                 x["start_offset"], x["end_offset"], x["bytes"], x["entries"],
-                 ",".join(x["codecs"]) or "-",
-                 ",".join(s for s, on in (("damaged", x["damaged"]), ("mixed", x["mixed"]))
-                          if on) or "-"]
-                for x in entry["partitions"]]
-        lines = [head, tabulate(rows, headers=["partition", "format", "segs", "start", "end",
-                                               "bytes", "entries", "codecs", "state"],
-                                tablefmt="simple" if fmt == "table" else "plain")]
-        if entry.get("mixedDirs"):
-            lines.append("0.8+ partition dirs here too (mixed): " + ", ".join(entry["mixedDirs"]))
-        out.write(("\n".join(lines) + "\n\n").encode("utf-8", ESCAPE))
+        out.row(entry)
+    out.close()
     return 0
 
 
-def find_by_time(ts: list[Target07], when: str, fmt: str) -> int:
+def find_by_time(ts: list[Target07], when: int | str, fmt: str,
+                 result_row: Callable[..., Row], text: Callable[[Row], str]) -> int:
+    """earliest and latest only; `result_row` and `text` are find-by-time's own."""
     if when not in ("earliest", "latest"):
         raise UsageError(f"{ts[0].path}: Kafka 0.7 messages carry no timestamp, so there is "
                          "nothing to search by time (0.7 brokers answered time queries from "
                          "segment file modification times only); use --timestamp earliest or "
                          "latest, or `kafkalog migrate` the partition first")
-    out = make_renderer(fmt, lambda r: f"{r['topic']}-{r['partition']} - "
-                                       f"{'-' if r['offset'] is None else r['offset']}")
+    out = make_renderer(fmt, text)
     for t in ts:
         for part in t.partitions:
             offset = None
             if part.segments:
                 offset = part.segments[0].start if when == "earliest" else \
-                    _partition_info(part)["end_offset"]
-            out.row({"topic": part.topic, "partition": part.partition, "timestamp": None,
-                     "offset": offset})
+                    _partition_info(part)["logEndOffset"]
+            out.row(result_row(part.topic, part.partition, when, None, Found(offset, None)))
     out.close()
     return 0
 

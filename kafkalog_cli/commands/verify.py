@@ -8,15 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import partition_bytes
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
-from kafkalog_cli.output.console import ESCAPE, paint, progress
-from kafkalog_cli.output.render import json_bytes, make_renderer
+from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
+from kafkalog_cli.output.render import make_renderer, write_document
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.check import (
     CheckOptions,
@@ -42,7 +41,10 @@ def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats,
         leos: dict[tuple[str, int], int | None] = {}
         firsts: dict[tuple[str, int], int] = {}
         for part in ld.partitions:
-            leos[part.key] = check_partition(part, f, opts, stats, advance)
+            leo = check_partition(part, f, opts, stats, advance)
+            if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
+                continue
+            leos[part.key] = leo
             if part.segments:
                 firsts[part.key] = part.segments[0].base_offset
         check_log_dir_files(ld, f, leos, firsts)
@@ -101,8 +103,9 @@ def _text(fd: Finding) -> str:
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local",
               show_default=True, help="Check partition dirs in this process, or in Spark "
                                       "tasks (pip install 'kafkalog[spark]'); same findings.")
-@click.option("--master", metavar="URL", help="Spark master for --engine spark: local[*] "
-              "(default), spark://..., yarn, sc://host:port [env: SPARK_REMOTE].")
+@click.option("--master", type=options.Text(), metavar="URL",
+              help="Spark master for --engine spark: local[*] (default), spark://..., yarn, "
+                   "sc://host:port [env: SPARK_REMOTE].")
 def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
             max_decompressed_bytes: int, engine: str = "local",
             master: str | None = None) -> int:
@@ -147,21 +150,22 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
                                "warnings": f.count(WARNING), "info": f.count(INFO)}
     out = sys.stdout.buffer
     if fmt == "json":
-        out.write(json_bytes({"findings": [x.as_dict() for x in f.items], "summary": summary},
-                             option=orjson.OPT_INDENT_2) + b"\n")
+        write_document({"findings": [x.as_dict() for x in f.items], "summary": summary})
     elif fmt == "text":
         shown = [x for x in f.items if show_all or x.severity != INFO]
         shown.sort(key=lambda x: _SEVERITY_RANK[x.severity])
         for x in shown:
             out.write(_text(x).encode("utf-8", ESCAPE) + b"\n")
         recs = "" if shallow else f", {stats.records} records"
-        out.write((f"verified {stats.partitions} partitions, {stats.segments} segments, "
-                   f"{stats.batches} batches{recs}, {stats.bytes} bytes: "
-                   f"{summary['errors']} errors, {summary['warnings']} warnings, "
-                   f"{summary['info']} info\n").encode())
-    else:
+        if not settings.quiet:  # -q: the findings and the exit code say it all
+            out.write((f"verified {stats.partitions} partitions, {stats.segments} segments, "
+                       f"{stats.batches} batches{recs}, {stats.bytes} bytes: "
+                       f"{summary['errors']} errors, {summary['warnings']} warnings, "
+                       f"{summary['info']} info\n").encode())
+    else:  # rows: every finding, then the summary
         r = make_renderer(fmt, lambda row: None)
         for x in f.items:
-            r.row(x.as_dict())
+            r.row({"kind": "finding", **x.as_dict()})
+        r.row({"kind": "summary", **summary})
         r.close()
     return EXIT_UNFIXED if f.count(ERROR) else 0

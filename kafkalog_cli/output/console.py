@@ -1,20 +1,25 @@
 """Diagnostics on stderr: warnings, notes and progress never mix with data on stdout.
 
-Settings come from the global options (`-q/--quiet`, `-v/--verbose`, `--color/--no-color`,
-`--utc`), which `cli.main` accepts anywhere on the command line. Colour is on only for a
-terminal and only when NO_COLOR is unset (https://no-color.org); progress bars only when
-stderr is a terminal and not --quiet, so pipes and cron stay silent.
+Settings come from the global options (`-q/--quiet`, `-v/--verbose`, `--color[=WHEN]`,
+`--no-color`, `--utc`), which `cli.main` accepts anywhere on the command line. Colour is on
+only for a terminal and only when NO_COLOR is unset (https://no-color.org); progress bars only
+when stderr is a terminal and not --quiet, so pipes and cron stay silent. Everything for
+stderr goes through `live.screen`, which keeps it above a bar that is up (see live.py).
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
+
+from kafkalog_cli.output.live import gate_stdout, screen
 
 
 @dataclass
@@ -70,6 +75,7 @@ def escape_std_streams() -> None:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=ESCAPE)
 
+
 _STYLES = {"error": "red", "warning": "yellow", "info": "cyan", "ok": "green"}
 
 
@@ -81,20 +87,34 @@ def paint(text: str, style: str, stream=None) -> str:  # type: ignore[no-untyped
     return click.style(text, fg=_STYLES.get(style, style), bold=style == "error")
 
 
+def _emit(line: str) -> None:
+    if screen.live:
+        screen.err(line + "\n")
+    else:
+        sys.stderr.write(line + "\n")
+
+
 def warn(msg: str) -> None:
     if not settings.quiet:
-        sys.stderr.write(paint("kafkalog: warning:", "warning", sys.stderr) + f" {msg}\n")
+        _emit(paint("kafkalog: warning:", "warning", sys.stderr) + f" {msg}")
 
 
 def note(msg: str) -> None:
     if not settings.quiet:
-        sys.stderr.write(f"kafkalog: {msg}\n")
+        _emit(f"kafkalog: {msg}")
 
 
 def detail(msg: str) -> None:
     """Only with -v."""
     if settings.verbose and not settings.quiet:
-        sys.stderr.write(f"kafkalog: {msg}\n")
+        _emit(f"kafkalog: {msg}")
+
+
+def adopt_terminal() -> None:
+    """Once the settings are known: when a bar may share the terminal with stdout, route
+    stdout through the live screen so data never lands on the bar's line."""
+    if _bars_on() and sys.stdout.isatty():
+        gate_stdout()
 
 
 def human_time(ms: int | None) -> str:
@@ -110,26 +130,63 @@ def human_time(ms: int | None) -> str:
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _bars_on() -> bool:
+    return not settings.quiet and sys.stderr.isatty()
+
+
 @contextmanager
 def progress(total: int, description: str) -> Iterator[Callable[[int], None]]:
     """A byte-counting progress bar on stderr when it is a terminal; a no-op otherwise."""
-    if settings.quiet or not sys.stderr.isatty() or total <= 0:
+    if not _bars_on() or total <= 0 or screen.live:
         yield lambda n: None
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+    from rich.progress import DownloadColumn, TimeRemainingColumn, TransferSpeedColumn
 
-    console = Console(file=sys.stderr, markup=False, highlight=False, emoji=False,
-                      no_color=not settings.use_color(sys.stderr))
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                  TransferSpeedColumn(), TimeRemainingColumn(), console=console,
-                  transient=True) as bar:
-        task = bar.add_task(description, total=total)
+    with _bar(description, total, DownloadColumn(), TransferSpeedColumn(),
+              TimeRemainingColumn()) as (bar, task):
         yield lambda n: bar.advance(task, n)
+
+
+@contextmanager
+def count_progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A bar of done/total units (e.g. Spark tasks) whose total becomes known as it runs;
+    yields `update(done, total)`. A no-op where `progress` would be one."""
+    if not _bars_on() or screen.live:
+        yield lambda done, total: None
+        return
+    from rich.progress import MofNCompleteColumn
+
+    with _bar(description, None, MofNCompleteColumn()) as (bar, task):
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+@contextmanager
+def _bar(description: str, total: int | None, *columns: Any) -> Iterator[tuple[Any, Any]]:
+    """rich computes and renders the bar (rate, ETA, colours); `screen` puts it on the
+    terminal. On success and on error alike the bar vanishes: it is progress, not a result."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn
+    from rich.table import Column
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=80, markup=False, highlight=False,
+                      emoji=False, legacy_windows=False,
+                      color_system="standard" if settings.use_color(sys.stderr) else None)
+    bar = Progress(TextColumn("{task.description}", markup=False,
+                              table_column=Column(no_wrap=True)),
+                   BarColumn(), *columns, console=console, auto_refresh=False)
+    task = bar.add_task(description, total=total)
+
+    def render(width: int) -> str:
+        console.width = width
+        console.print(bar.get_renderable(), end="", crop=True, no_wrap=True, overflow="crop")
+        text = buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+        return text.partition("\n")[0]
+
+    screen.start(render)
+    try:
+        yield bar, task
+    finally:
+        screen.stop()

@@ -1,7 +1,9 @@
 """One renderer per --format; commands hand it rows (dicts), it writes stdout.
 
-jsonl and json stream (flat memory); table buffers rows per block; csv writes a header
-from the first row's keys (or the columns given); text uses the command's line formatter.
+jsonl and json stream (flat memory); table buffers rows per block; csv writes one header, the
+columns the command declares or the union of every row's fields; text uses the command's
+line formatter. csv and tables never drop a field: what a JSON row holds, they show
+(docs/json.md names every field).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ def payload_encoder(kind: str) -> Callable[[bytes | None], str | None]:
     return utf8_visible
 
 
-def _utf8_visible_pure(b: bytes | None) -> str | None:
-    return None if b is None else b.decode("utf-8", "backslashreplace")
+def _utf8_visible_pure(b: bytes | memoryview | None) -> str | None:
+    return None if b is None else str(b, "utf-8", "backslashreplace")  # memoryview too
 
 
 try:  # the compiled one-pass version (same output; see _speedups/fastcodec.pyx)
@@ -100,47 +102,101 @@ class JsonRenderer(Renderer):
 
 
 # epoch-ms fields that tables show as dates (JSON, JSONL and CSV keep the numbers)
-TIME_KEYS = frozenset({"timestamp", "maxTimestamp", "lastTimestamp", "deleteHorizonMs",
-                       "firstTimestamp", "first_timestamp", "max_timestamp"})
+TIME_KEYS = frozenset({"timestamp", "maxTimestamp", "firstTimestamp", "lastTimestamp",
+                       "deleteHorizonMs", "targetTimestamp", "now"})
 
 
-def _cell(v: Any, key: str | None = None) -> Any:
+# control characters but newline, as tables show them: a \r or \t would break the layout, an
+# escape sequence would reach the terminal (the same \xNN as utf8 payloads' invalid bytes)
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x0a), *range(0x0b, 0x20), 0x7f]}
+
+
+def cell(v: Any, key: str | None = None, table: bool = False) -> Any:
+    """One value as CSV and tables show it: booleans `true`/`false` as in JSON, null empty,
+    lists and objects as JSON text; a table shows an epoch-ms time as a date, and control
+    characters other than newline as \\xNN."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
     if isinstance(v, (list, dict)):
-        return json_bytes(v).decode()
-    if key in TIME_KEYS and isinstance(v, int) and v >= 0:
+        v = json_bytes(v).decode()
+    elif table and key in TIME_KEYS and isinstance(v, int) and v >= 0:
         from kafkalog_cli.output.console import human_time
 
         return human_time(v)
-    return v
+    return v.translate(_CONTROLS) if table and isinstance(v, str) else v
+
+
+Flatten = Callable[[dict[str, Any]], Iterable[dict[str, Any]]]
+
+
+def exploding(lists: dict[str, str], carry: tuple[str, ...] = ("topic", "partition"),
+              kind: str = "partition") -> Flatten:
+    """For csv and tables: a row whose fields hold lists of objects becomes the row without
+    them (`kind` added when absent), then one row per object, `kind` naming the list and
+    `carry` copied from the parent (so each row says which partition it belongs to)."""
+    def flat(row: dict[str, Any]) -> Iterable[dict[str, Any]]:
+        parent = {k: v for k, v in row.items() if k not in lists}
+        yield parent if "kind" in parent else {"kind": kind, **parent}
+        ids = {c: row[c] for c in carry if c in row}
+        for name, child_kind in lists.items():
+            for child in row.get(name) or ():
+                yield {"kind": child_kind, **ids, **child}
+    return flat
 
 
 class CsvRenderer(Renderer):
+    """One header for every row: `columns` when the command knows them before its first row
+    (streaming; a field outside them is a bug and raises), else the union of every row's
+    fields, in order of appearance (rows are held until close)."""
+
     def __init__(self, out: BinaryIO | None = None, columns: list[str] | None = None) -> None:
         super().__init__(out)
         self._text = io.TextIOWrapper(self.out, encoding="utf-8", errors=ESCAPE, newline="",
                                       write_through=True)
         self._columns = columns
+        self._held: list[dict[str, Any]] = []
         self._writer: csv.DictWriter[str] | None = None
 
+    def _start(self, columns: list[str]) -> csv.DictWriter[str]:
+        w = csv.DictWriter(self._text, fieldnames=columns, extrasaction="raise")
+        w.writeheader()
+        return w
+
     def row(self, row: dict[str, Any]) -> None:
+        if self._columns is None:
+            self._held.append(row)
+            return
         if self._writer is None:
-            self._writer = csv.DictWriter(self._text, fieldnames=self._columns or list(row),
-                                          extrasaction="ignore")
-            self._writer.writeheader()
-        self._writer.writerow({k: _cell(v) for k, v in row.items()})
+            self._writer = self._start(self._columns)
+        self._writer.writerow({k: cell(v) for k, v in row.items()})
 
     def close(self) -> None:
+        if self._columns is None:
+            union = list(dict.fromkeys(k for r in self._held for k in r))
+            if union:
+                w = self._start(union)
+                for r in self._held:
+                    w.writerow({k: cell(v) for k, v in r.items()})
+        elif self._writer is None:
+            self._start(self._columns)  # no rows: the header alone
         self._text.flush()
         self._text.detach()
 
 
 class TableRenderer(Renderer):
+    """One table per run of rows with the same fields (batches, then their records); cells
+    are never cut, whatever the width."""
+
     BLOCK = 1000
 
-    def __init__(self, out: BinaryIO | None = None, columns: list[str] | None = None) -> None:
+    def __init__(self, out: BinaryIO | None = None) -> None:
+        from kafkalog_cli.output.fit import width_of
+
         super().__init__(out)
         self._rows: list[dict[str, Any]] = []
-        self._columns = columns
+        self._width = width_of(self.out)  # a terminal's: wide tables go expanded (fit.py)
 
     def row(self, row: dict[str, Any]) -> None:
         self._rows.append(row)
@@ -150,9 +206,11 @@ class TableRenderer(Renderer):
     def _flush(self) -> None:
         if not self._rows:
             return
-        from tabulate import tabulate
+        import tabulate as tabulate_module
 
-        # one table per run of rows with the same columns (batches, then their records)
+        from kafkalog_cli.output.fit import table
+
+        tabulate_module.PRESERVE_WHITESPACE = True  # a value's own spaces are data
         groups: list[list[dict[str, Any]]] = []
         for r in self._rows:
             if groups and groups[-1][0].keys() == r.keys():
@@ -160,15 +218,30 @@ class TableRenderer(Renderer):
             else:
                 groups.append([r])
         for g in groups:
-            cols = self._columns or list(g[0])
-            table = tabulate([[_cell(r.get(c), c) for c in cols] for r in g], headers=cols,
-                             tablefmt="simple", disable_numparse=True)
-            self.out.write(table.encode("utf-8", ESCAPE) + b"\n\n")
+            cols = list(g[0])
+            text = table(cols, [[cell(r[c], c, table=True) for c in cols] for r in g],
+                         self._width, tablefmt="simple", disable_numparse=True)
+            self.out.write(text.encode("utf-8", ESCAPE) + b"\n\n")
         self._rows = []
 
     def close(self) -> None:
         self._flush()
         super().close()
+
+
+class FlatRenderer(Renderer):
+    """csv and tables over rows that hold lists of objects: each row is flattened first."""
+
+    def __init__(self, inner: Renderer, flatten: Flatten) -> None:
+        super().__init__(inner.out)
+        self._inner, self._flatten = inner, flatten
+
+    def row(self, row: dict[str, Any]) -> None:
+        for r in self._flatten(row):
+            self._inner.row(r)
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 class TextRenderer(Renderer):
@@ -187,16 +260,39 @@ class TextRenderer(Renderer):
 
 
 def make_renderer(fmt: str, text_formatter: Callable[[dict[str, Any]], str | None],
-                  columns: list[str] | None = None) -> Renderer:
+                  columns: list[str] | None = None, flatten: Flatten | None = None,
+                  out: BinaryIO | None = None) -> Renderer:
+    """`columns` (csv): the header, known before the first row; `flatten` (csv, table): turns
+    a row holding lists of objects into flat rows; `out`: where to (default stdout)."""
     if fmt == "jsonl":
-        return JsonlRenderer()
+        return JsonlRenderer(out)
     if fmt == "json":
-        return JsonRenderer()
-    if fmt == "csv":
-        return CsvRenderer(columns=columns)
-    if fmt == "table":
-        return TableRenderer(columns=columns)
-    return TextRenderer(text_formatter)
+        return JsonRenderer(out)
+    if fmt in ("csv", "table"):
+        flat: Renderer = CsvRenderer(out, columns) if fmt == "csv" else TableRenderer(out)
+        return flat if flatten is None else FlatRenderer(flat, flatten)
+    return TextRenderer(text_formatter, out)
+
+
+def write_document(doc: Any, out: BinaryIO | None = None) -> None:
+    """`--format json` of a command whose output is one document rather than rows."""
+    o = out or sys.stdout.buffer
+    o.write(json_bytes(doc, orjson.OPT_INDENT_2) + b"\n")
+    o.flush()
+
+
+def write_report(fmt: str, head: dict[str, Any], partitions: list[dict[str, Any]],
+                 lists: dict[str, str]) -> None:
+    """Not text: json prints `{**head, "partitions": [...]}`; jsonl one line per partition
+    with `head` added; csv and tables that, each list of objects named in `lists` as rows
+    of their own (see `exploding`)."""
+    if fmt == "json":
+        write_document({**head, "partitions": partitions})
+        return
+    out = make_renderer(fmt, lambda r: None, flatten=exploding(lists))
+    for p in partitions:
+        out.row({**p, **head})
+    out.close()
 
 
 def write_all(renderer: Renderer, rows: Iterable[dict[str, Any]]) -> None:

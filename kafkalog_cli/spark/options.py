@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalog_cli.codec.layout import INT32_MAX, INT64_MAX
+
 EARLIEST = -2
 LATEST = -1
 MODES = ("records", "batches", "check")
@@ -109,13 +111,18 @@ def _bool(opts: Mapping[str, str], name: str, default: bool) -> bool:
     raise OptionError(f"option {name}: expected true or false, got {v!r}")
 
 
-def _int(name: str, v: Any, lo: int | None = None) -> int:
-    try:
-        n = int(str(v).strip())
-    except ValueError:
-        raise OptionError(f"option {name}: expected an integer, got {v!r}") from None
-    if lo is not None and n < lo:
-        raise OptionError(f"option {name}: must be >= {lo}, got {n}")
+_ASCII_INT = re.compile(r"[+-]?[0-9]{1,30}")  # int() also takes '٣' and '1_000'
+
+
+def _int(name: str, v: Any, lo: int, hi: int = INT64_MAX) -> int:
+    """An integer in [lo, hi] (offsets and times are INT64, partitions INT32), in ASCII
+    digits, from the option's text or a JSON number."""
+    text = str(v).strip()
+    if isinstance(v, bool) or not _ASCII_INT.fullmatch(text):
+        raise OptionError(f"option {name}: expected an integer in [{lo}, {hi}], got {v!r}")
+    n = int(text)
+    if not lo <= n <= hi:
+        raise OptionError(f"option {name}: {n} is out of range [{lo}, {hi}]")
     return n
 
 
@@ -136,7 +143,7 @@ def _per_partition(name: str, text: str, lo: int) -> PerPartition:
         if not isinstance(parts, dict):
             raise OptionError(f"option {name}: topic {topic!r} must map partitions to values")
         for p, v in parts.items():
-            out[(str(topic), _int(name, p, 0))] = _int(name, v, lo)
+            out[(str(topic), _int(name, p, 0, INT32_MAX))] = _int(name, v, lo)
     return out
 
 
@@ -195,7 +202,8 @@ def parse(options: Mapping[str, str]) -> ReadOptions:
         obj = _json("assign", opts["assign"])
         if not isinstance(obj, dict) or not all(isinstance(v, list) for v in obj.values()):
             raise OptionError('option assign: expected {"topic": [0, 1], ...}')
-        assign = frozenset((str(t), _int("assign", p, 0)) for t, ps in obj.items() for p in ps)
+        assign = frozenset((str(t), _int("assign", p, 0, INT32_MAX))
+                           for t, ps in obj.items() for p in ps)
     level = opts.get("isolation.level", opts.get("kafka.isolation.level", "read_uncommitted"))
     if level not in ("read_uncommitted", "read_committed"):
         raise OptionError(f"option isolation.level: expected read_uncommitted or read_committed, "
@@ -210,9 +218,9 @@ def parse(options: Mapping[str, str]) -> ReadOptions:
         starting=_side(opts, "starting", EARLIEST), ending=_side(opts, "ending", LATEST),
         include_headers=_bool(opts, "includeHeaders", False),
         read_committed=level == "read_committed",
-        min_partitions=None if mp is None else _int("minPartitions", mp, 1),
+        min_partitions=None if mp is None else _int("minPartitions", mp, 1, INT32_MAX),
         verify_crc=_bool(opts, "verifyCrc", True),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_control=_bool(opts, "includeControl", False), mode=mode,
         shallow=_bool(opts, "shallow", False),
-        max_decompressed=None if md is None else _int("maxDecompressedBytes", md, 1))
+        max_decompressed=None if md is None else _int("maxDecompressedBytes", md, 1, INT32_MAX))

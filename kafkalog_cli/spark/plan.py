@@ -226,7 +226,7 @@ def _ends_before(seg: Segment, ts: int, last: bool) -> bool:
         tidx = seg.time_index()
     except OSError:
         return False
-    if tidx is None or not tidx.entries or tidx.sanity_errors():
+    if tidx is None or not len(tidx.entries) or tidx.sanity_errors():
         return False
     # the last entry holds the segment's largest timestamp (LogSegment.maxTimestampSoFar)
     return max(t for t, _ in tidx.entries) < ts

@@ -107,7 +107,7 @@ class _Records:
     def add_batch(self, pos: int, b: Batch, lo: int | None, until: int | None) -> None:
         """b's records with lo <= offset < until; CorruptDataError leaves the columns as
         they were."""
-        recs = b.records()
+        recs = list(b.records())  # the columns take a batch whole or not at all
         if lo is not None or until is not None:  # record by record: offsets may be unordered
             recs = [r for r in recs if (lo is None or r.offset >= lo) and
                     (until is None or r.offset < until)]
@@ -178,7 +178,7 @@ class _CompiledRecords:
             self.cols.add_v2(data, b.count, b.base_offset, b.base_timestamp, b.base_sequence,
                              lat, lo, until, *fields, pos)
         else:
-            self.cols.add_records(b.records(), lo, until, *fields, b.base_offset, pos)
+            self.cols.add_records(list(b.records()), lo, until, *fields, b.base_offset, pos)
 
     @property
     def full(self) -> bool:

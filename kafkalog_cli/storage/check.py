@@ -12,6 +12,7 @@ which retention reads (LogSegment.maxTimestampSoFar).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.findings import ERROR, INFO, WARNING, Findings
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
-from kafkalog_cli.storage.logdir import LogDir, PartitionDir
+from kafkalog_cli.storage.logdir import LogDir, PartitionDir, RemoteIndexCache
 from kafkalog_cli.storage.segment import Segment, iter_batches
 
 try:  # compiled clean-segment fast path for shallow checks (kafkalog_cli/_speedups/fastscan.pyx)
@@ -75,7 +76,7 @@ class SegmentSummary:
 _DAMAGE_CODES = {"torn-tail": "LOG_TORN_TAIL", "zero-tail": "LOG_ZERO_TAIL",
                  "garbage-tail": "LOG_GARBAGE_TAIL", "corrupt": "LOG_CORRUPT_MID_FILE",
                  "bad-size": "LOG_BAD_SIZE", "bad-batch": "LOG_BAD_BATCH",
-                 "entry-too-big": "LOG_ENTRY_TOO_BIG"}
+                 "entry-too-big": "LOG_ENTRY_TOO_BIG", "unsearched": "LOG_UNSEARCHED"}
 
 
 class _OffsetIndexWalk:
@@ -129,11 +130,12 @@ class _OffsetIndexWalk:
                    "at (nor in a later batch of the same append): lookups would land too late",
                    expected=want, found=found, fix=self.fix)
 
-    def finish(self, valid_end: int) -> None:
+    def finish(self, valid_end: int, base: int) -> None:
         if self.pending is not None:
             self._mismatch(self.pending[1], self.pending[0], None)
-        for n in range(self.i, len(self.entries)):
-            off, pos = self.entries[n]
+        for n, (off, pos) in enumerate(self.entries.iter_from(self.i), self.i):
+            if n == 0 and (off, pos) == (base, 0) and valid_end == 0:
+                continue  # an empty segment's zero-filled, preallocated first slot
             self.f.add(ERROR, "INDEX_PAST_LOG_END", self.path, n * 8,
                        f"entry {n} (offset {off}) points at byte {pos}, past the last whole "
                        f"batch (log ends at {valid_end})", fix=self.fix)
@@ -174,9 +176,10 @@ class _TimeIndexWalk:
                            expected=running_max, found=ts, fix=self.fix)
             self.i += 1
 
-    def finish(self, segment_max: int) -> None:
-        for n in range(self.i, len(self.entries)):
-            _ts, off = self.entries[n]
+    def finish(self, segment_max: int, base: int, empty: bool) -> None:
+        for n, (ts, off) in enumerate(self.entries.iter_from(self.i), self.i):
+            if n == 0 and (ts, off) == (0, base) and empty:
+                continue  # an empty segment's zero-filled, preallocated first slot
             self.f.add(ERROR, "TIMEINDEX_OFFSET_NOT_FOUND", self.path, n * 12,
                        f"entry {n} names offset {off}, past the last batch", fix=self.fix)
         last_ts = self.entries[-1][0] if self.entries else -1
@@ -265,50 +268,58 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
             _check_records(path, pos, b, f, opts, stats, fix_log)
     s.max_timestamp = running_max
     if oi:
-        oi.finish(s.valid_end)
+        oi.finish(s.valid_end, base)
     if ti:
-        ti.finish(running_max)
+        ti.finish(running_max, base, s.valid_end == 0)
     return s
 
 
 def _check_records(path: Path, pos: int, b: Batch, f: Findings, opts: CheckOptions,
                    stats: Stats, fix: str) -> None:
+    """Record-level checks, one record at a time (a batch may claim millions of them)."""
     try:
         recs = b.records(opts.max_decompressed)
     except CorruptDataError as e:
         f.add(ERROR, "LOG_RECORDS_INVALID", path, pos, f"records do not decode: {e.reason}",
               fix=fix)
         return
-    stats.records += len(recs)
-    prev = None
+    first = prev = None
+    n = 0
+    ordered = True
+    control = b.is_control
     for r in recs:
-        if prev is not None and r.offset <= prev:
+        n += 1
+        if not ordered:  # reported: the rest is only counted
+            continue
+        if prev is None:
+            first = r.offset
+        elif r.offset <= prev:
             f.add(ERROR, "LOG_RECORD_OFFSET_ORDER", path, pos,
                   f"record offset {r.offset} does not increase within the batch", fix=fix)
-            return
+            ordered = False
+            continue
         prev = r.offset
-    # prev is the last record's offset (None: no records)
-    if prev is not None and b.magic == 2 and (
-            recs[0].offset < b.base_offset or prev > b.last_offset):
-        f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
-              f"record offsets {recs[0].offset}..{prev} fall outside the batch's "
-              f"{b.base_offset}..{b.last_offset}", fix=fix)
-    if isinstance(b, LegacyBatch):
-        try:
-            bad = b.inner_crc_failures()
-        except CorruptDataError:
-            bad = []
-        for off in bad:
-            f.add(ERROR, "LOG_INNER_CRC_MISMATCH", path, pos,
-                  f"inner message at offset {off} of a compressed wrapper fails its CRC-32",
-                  fix=fix)
-    if b.is_control:
-        for r in recs:
+        if control:
             try:
                 parse_control(r.key, r.value)
             except CorruptDataError as e:
                 f.add(ERROR, "LOG_CONTROL_INVALID", path, pos,
                       f"control record at offset {r.offset}: {e.reason}", fix=fix)
+    stats.records += n
+    if not ordered:
+        return
+    # prev is the last record's offset (None: no records)
+    if first is not None and prev is not None and b.magic == 2 and (
+            first < b.base_offset or prev > b.last_offset):
+        f.add(ERROR, "LOG_RECORD_OFFSET_RANGE", path, pos,
+              f"record offsets {first}..{prev} fall outside the batch's "
+              f"{b.base_offset}..{b.last_offset}", fix=fix)
+    if isinstance(b, LegacyBatch):
+        with contextlib.suppress(CorruptDataError):  # decoded above, so it does not fail
+            for off in b.inner_crc_failures():
+                f.add(ERROR, "LOG_INNER_CRC_MISMATCH", path, pos,
+                      f"inner message at offset {off} of a compressed wrapper fails its "
+                      "CRC-32", fix=fix)
 
 
 def _read_index(seg: Segment, kind: str, f: Findings, fix: str):  # type: ignore[no-untyped-def]
@@ -322,12 +333,31 @@ def _read_index(seg: Segment, kind: str, f: Findings, fix: str):  # type: ignore
         return None
 
 
+_STATE_NOTES = {
+    "stray": "a partition its broker no longer hosts (Kafka 3.7+ renames such a dir -stray at "
+             "start-up and deletes it later); its data is checked, the checkpoints are the "
+             "live partition's",
+    "delete": "a deleted partition awaiting removal (file.delete.delay.ms); its data is "
+              "checked, the checkpoints are the live partition's",
+    "future": "a replica moving in from another log dir (alter replica log dirs); it replaces "
+              "the current one when it has caught up",
+}
+
+
 def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: Stats,
                     progress: Callable[[int], None] | None = None) -> int | None:
     """Check a partition dir; returns its log end offset (None if it holds no batch)."""
     stats.partitions += 1
     pdir = part.path
     fix_log = f"kafkalog recover {pdir}"
+    why = naming.topic_name_error(part.name.topic) if part.name is not None else None
+    if why is not None:
+        f.add(ERROR, "TOPIC_NAME_ILLEGAL", pdir, None,
+              f"{why}: a broker loads the dir, but the checkpoint lines it then writes for it "
+              "do not parse back (Topic.validate); kafkalog writes it into no checkpoint",
+              fix="rename the dir to <legal topic>-<partition>")
+    if part.state:
+        f.add(INFO, "PARTITION_" + part.state.upper(), pdir, None, _STATE_NOTES[part.state])
     last: int | None = None
     leo: int | None = None
     summaries: list[SegmentSummary] = []
@@ -345,10 +375,16 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
                 f.add(ERROR, "INDEX_SANITY", idx.path, None, f"fails Kafka's sanity check: {err}",
                       fix=fix_index)
             if idx.untrimmed:
-                f.add(WARNING, "INDEX_UNTRIMMED", idx.path, idx.used * (8 if idx is oidx else 12),
-                      f"{len(idx.slots) - idx.used} zero-filled preallocated slots after "
-                      f"{idx.used} entries (left by a running or crashed broker; Kafka trims "
-                      "on roll and clean shutdown)", fix=fix_index)
+                # zero slots preallocated for the active segment while a broker runs, and
+                # left so when it is killed (it recovers them); on roll and clean shutdown
+                # Kafka trims them
+                used = 0 if size == 0 and idx.first_slot_zero() else idx.used
+                why = "the active segment of a running or killed broker" if is_last else \
+                    "an older segment: Kafka trims on roll and clean shutdown"
+                f.add(INFO if is_last else WARNING, "INDEX_UNTRIMMED", idx.path,
+                      used * (8 if idx is oidx else 12),
+                      f"{idx.slot_count - used} zero-filled preallocated slots after {used} "
+                      f"entries ({why})", fix=None if is_last else fix_index)
         s = check_log_file(seg.log_path, seg.base_offset, f, opts, stats, last, oidx, tidx,
                            fix_log, fix_index)
         summaries.append(s)
@@ -516,3 +552,35 @@ def check_log_dir_files(ld: LogDir, f: Findings, leos: dict[tuple[str, int], int
             if leo is not None and v > leo:
                 f.add(sev, code, ld.path / name, None,
                       f"{key[0]}-{key[1]}: " + msg.format(v=v, leo=leo))
+    if ld.remote_index_cache is not None:
+        _check_remote_index_cache(ld.remote_index_cache, f)
+
+
+_REMOTE_INDEX_READERS: dict[str, Callable[[Path, int], OffsetIndex | TimeIndex | TxnIndex]] = {
+    naming.INDEX: OffsetIndex.read, naming.TIMEINDEX: TimeIndex.read,
+    naming.TXNINDEX: TxnIndex.read}
+
+
+def _check_remote_index_cache(cache: RemoteIndexCache, f: Findings) -> None:
+    """Tiered storage's cache: at start-up a broker deletes its `.deleted`/`.tmp` files, then
+    parses every other name and sanity-checks the indexes (RemoteIndexCache.init)."""
+    live = [fn for fn in cache.files if not fn.temp]
+    f.add(INFO, "REMOTE_INDEX_CACHE", cache.path, None,
+          f"tiered storage: {len(live)} cached index files of remote segments, "
+          f"{len(cache.files) - len(live)} on their way out ({cache.bytes} bytes)")
+    for name in cache.unknown:
+        f.add(WARNING, "UNKNOWN_FILE", cache.path / name, None,
+              "not a file Kafka writes in remote-log-index-cache/ (a broker parses every name "
+              "there at start-up)")
+    fix = "delete it: the broker fetches it again from remote storage"
+    for fn in live:
+        p = cache.path / fn.name
+        assert fn.suffix is not None and fn.offset is not None  # set for REMOTE_INDEX names
+        try:
+            idx = _REMOTE_INDEX_READERS[fn.suffix](p, fn.offset)
+        except OSError as e:
+            f.add(ERROR, "INDEX_UNREADABLE", p, None, f"cannot read: {e.strerror}", fix=fix)
+            continue
+        for err in idx.sanity_errors():
+            f.add(ERROR, "REMOTE_INDEX_CORRUPT", p, None,
+                  f"fails the sanity check a broker runs on it at start-up: {err}", fix=fix)

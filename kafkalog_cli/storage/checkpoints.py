@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalog_cli.codec.checkpoint import format_offsets, parse_offsets
-from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.errors import CorruptDataError, UsageError
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
 
 
@@ -27,7 +27,12 @@ def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,
                    fsync: bool = True, replace_corrupt: bool = False) -> None:
     """Set (or, with None, drop) entries and rewrite the file atomically. With
     `replace_corrupt`, a file that does not parse is treated as empty, as the broker
-    treats it (LogManager.loadLogs), and rewritten."""
+    treats it (LogManager.loadLogs), and rewritten. A topic that breaks Kafka's topic-name
+    rule is refused: its line would not parse back (a space or newline splits it)."""
+    for (topic, _), value in updates.items():
+        why = naming.topic_name_error(topic) if value is not None else None
+        if why is not None:
+            raise UsageError(f"{path}: not written: {why}")
     try:
         entries = read_offsets(path)
     except CorruptDataError:
@@ -39,7 +44,7 @@ def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,
             entries.pop(key, None)
         else:
             entries[key] = value
-    atomic_write(path, format_offsets(entries).encode(), fsync=fsync)
+    atomic_write(path, format_offsets(entries).encode(), root=path.parent, fsync=fsync)
 
 
 def suspend_clean_shutdown(log_dir: Path, *, fsync: bool = True) -> bytes | None:
@@ -52,11 +57,11 @@ def suspend_clean_shutdown(log_dir: Path, *, fsync: bool = True) -> bytes | None
         data = read_regular(path)
     except FileNotFoundError:
         return None
-    path.unlink()
+    safety.unlink(path, log_dir)
     if fsync:
         fsync_dir(log_dir)
     return data
 
 
 def restore_clean_shutdown(log_dir: Path, data: bytes, *, fsync: bool = True) -> None:
-    atomic_write(log_dir / naming.CLEAN_SHUTDOWN, data, fsync=fsync)
+    atomic_write(log_dir / naming.CLEAN_SHUTDOWN, data, root=log_dir, fsync=fsync)

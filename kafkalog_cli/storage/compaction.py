@@ -32,7 +32,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.message_v01 import LegacyBatch, encode_message_set
 from kafkalog_cli.codec.model import Header
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, locating
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
@@ -172,10 +172,10 @@ class _TxnTracker:
             return False
         pid = b.producer_id
         if b.is_control:
-            recs = b.records()
-            if not recs:
+            rec = next(b.records(), None)
+            if rec is None:
                 return True
-            info = parse_control(recs[0].key, recs[0].value)
+            info = parse_control(rec.key, rec.value)
             if info.type == ABORT:
                 ongoing = self.ongoing_aborted.pop(pid, None)
                 if ongoing is not None and ongoing.seen_data:
@@ -277,7 +277,7 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
     if b.is_control:
         if discardable and horizon is not None and horizon <= now and not retain_empty:
             return None, 0
-        recs = b.records()
+        recs = list(b.records())
         if not (discardable and horizon is None):
             return bytes(b.data), len(recs)
         # a marker with nothing left gets a delete horizon first, and goes in a later round
@@ -285,10 +285,11 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
         return _rebuild(b, kept, now + cfg.delete_retention_ms), len(kept)
     if discardable and not retain_empty:
         return None, 0
-    recs = b.records() if not discardable else []
     kept_recs = []
     has_tombstone = False
-    for r in recs:
+    total = 0
+    for r in b.records() if not discardable else ():
+        total += 1
         if r.offset > m.latest_offset:
             kept_recs.append(r)
             continue
@@ -314,7 +315,7 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
                                 max_timestamp=b.max_timestamp), 0
         return None, 0
     needs_horizon = b.magic == 2 and has_tombstone and horizon is None
-    if len(kept_recs) == len(recs) and not needs_horizon:
+    if len(kept_recs) == total and not needs_horizon:
         return bytes(b.data), len(kept_recs)
     new_horizon = horizon if horizon is not None else (
         now + cfg.delete_retention_ms if needs_horizon else None)
@@ -367,7 +368,7 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
         out_path = part.path / naming.segment_file_name(base, naming.LOG, naming.CLEANED)
         if not dry_run:
             _remove_cleaned(part.path, base)
-        out = None if dry_run else open(out_path, "wb")  # noqa: SIM115 - closed below, also on failure
+        out = None if dry_run else safety.open_file(out_path, part.path.parent, "temp")
         try:
             for seg in group:
                 seg_mtime = int(os.stat(seg.log_path).st_mtime * 1000)
@@ -376,7 +377,7 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
                     res.batches_in += 1
                     res.bytes_in += b.size
                     with locating(seg.log_path, pos):
-                        res.records_in += b.count if b.magic == 2 else len(b.records())
+                        res.records_in += b.count
                         data, n_out = _filter_batch(b, tracker.on_batch(b), m, now, cfg,
                                                     active, rng.first_uncleanable, keep_tomb)
                     if data is None:
@@ -409,8 +410,8 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
 
 def _remove_cleaned(directory: Path, base: int) -> None:
     for kind in SEGMENT_FILE_KINDS:
-        (directory / naming.segment_file_name(base, kind, naming.CLEANED)).unlink(
-            missing_ok=True)
+        safety.remove_stale(directory / naming.segment_file_name(base, kind, naming.CLEANED),
+                            directory.parent)
 
 
 def _finish_cleaned(part: PartitionDir, group: list[Segment], base: int,
@@ -426,16 +427,18 @@ def _finish_cleaned(part: PartitionDir, group: list[Segment], base: int,
     if retained:
         files[naming.TXNINDEX] = ie.encode_txn_entries(sorted(retained,
                                                               key=lambda t: t.last_offset))
+    root = part.path.parent
     for kind, data in files.items():
-        with open(part.path / naming.segment_file_name(base, kind, naming.CLEANED), "wb") as f:
+        with safety.open_file(part.path / naming.segment_file_name(base, kind, naming.CLEANED),
+                              root, "temp") as f:
             f.write(data)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
     mtime = os.stat(group[-1].log_path).st_mtime
     for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX):
-        os.utime(part.path / naming.segment_file_name(base, kind, naming.CLEANED),
-                 (mtime, mtime))
+        safety.set_mtime(part.path / naming.segment_file_name(base, kind, naming.CLEANED), root,
+                         mtime)
     if fsync:
         fsync_dir(part.path)
 

@@ -1,14 +1,17 @@
 """Durable file operations: atomic replace (Utils.atomicMoveWithFallback) and directory fsync;
-reading a small file that must be a regular one."""
+reading a small file that must be a regular one. Writes go through safety.py."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from kafkalog_cli.errors import LogDirIOError
+from kafkalog_cli.storage import safety
 
 
 def fsync_dir(path: Path) -> None:
@@ -19,16 +22,23 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
-    """Write `<path>.tmp`, fsync it, rename it over `path`, fsync the directory."""
+def atomic_write(path: Path, data: bytes | BinaryIO, *, root: Path,
+                 fsync: bool = True) -> None:
+    """Write `<path>.tmp` (from bytes, or streamed from a file), fsync it, rename it over
+    `path`, fsync the directory. `root` is the log dir `path` must stay in; a stale `.tmp` (or
+    a link of that name) is removed first."""
     tmp = path.with_name(path.name + ".tmp")
+    safety.ensure_mutable(path, root)
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
+        with safety.open_file(tmp, root, "temp") as f:
+            if isinstance(data, bytes):
+                f.write(data)
+            else:
+                shutil.copyfileobj(data, f)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
-        os.replace(tmp, path)
+        safety.rename(tmp, path, root)
         if fsync:
             fsync_dir(path.parent)
     except OSError as e:

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 ERROR, WARNING, INFO = "error", "warning", "info"
+MAX_LISTED = 100  # findings of one code listed per file
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,16 +25,48 @@ class Finding:
 
 
 class Findings:
-    """Collects every finding; never stops at the first."""
+    """Collects every finding; never stops at the first. Past MAX_LISTED findings of one code
+    in one file (a damaged gigabyte index can give one per entry), the rest are counted in
+    one more finding, so memory stays bounded whatever the input."""
 
     def __init__(self) -> None:
-        self.items: list[Finding] = []
+        self._items: list[Finding] = []
+        self._listed: dict[tuple[str, str], int] = {}
+        # (code, file) -> [its note's place in _items, findings not listed, as the note says]
+        self._more: dict[tuple[str, str], list[int]] = {}
+
+    @property
+    def items(self) -> list[Finding]:
+        for (code, _file), more in self._more.items():
+            at, n, shown = more
+            if n != shown:
+                note = self._items[at]
+                self._items[at] = Finding(note.severity, code, note.file, None,
+                                          f"{n} more {code} finding{'s' if n > 1 else ''} in "
+                                          "this file, not listed", fix=note.fix)
+                more[2] = n
+        return self._items
 
     def add(self, severity: str, code: str, file: object, position: int | None, message: str,
             expected: object = None, found: object = None, fix: str | None = None) -> None:
-        self.items.append(Finding(severity, code, str(file), position, message,
-                                  None if expected is None else str(expected),
-                                  None if found is None else str(found), fix))
+        key = (code, str(file))
+        listed = self._listed.get(key, 0)
+        if listed < MAX_LISTED:
+            self._listed[key] = listed + 1
+            self._items.append(Finding(severity, code, key[1], position, message,
+                                       None if expected is None else str(expected),
+                                       None if found is None else str(found), fix))
+            return
+        more = self._more.get(key)
+        if more is None:  # its note, worded when the items are read
+            self._more[key] = [len(self._items), 1, 0]
+            self._items.append(Finding(severity, code, key[1], None, "", fix=fix))
+        else:
+            more[1] += 1
 
     def count(self, severity: str) -> int:
-        return sum(1 for f in self.items if f.severity == severity)
+        """Findings of that severity, those not listed included."""
+        items = self.items
+        n = sum(1 for f in items if f.severity == severity)
+        return n + sum(more[1] - 1 for more in self._more.values()
+                       if items[more[0]].severity == severity)

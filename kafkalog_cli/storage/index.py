@@ -1,50 +1,144 @@
 """Offset, time and transaction indexes read from disk, with Kafka's lookups and sanity checks.
 
-Callers see absolute offsets; relative offsets stay inside. Index files are small (at most
-segment.index.bytes, 10 MiB by default), so they are read whole.
+Callers see absolute offsets; relative offsets stay inside. An index is read from its file a
+block of entries at a time, never whole: a broker's are at most segment.index.bytes (10 MiB
+by default), but a file on disk can be any size, or a sparse gigabyte of zeros. The real
+entries of an offset or time index are its slots up to the first one after slot 0 whose
+relative offset is 0 (codec/index_entry.py): finding them reads no further than that slot.
 """
 
 from __future__ import annotations
 
-import bisect
-from dataclasses import dataclass
+import os
+import struct
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 from kafkalog_cli.codec import index_entry as ie
 
+BLOCK_ENTRIES = 4096  # entries read at a time
 
-@dataclass
+
+class _EntryFile:
+    """The whole slots of an index file, read in blocks through a descriptor held open with
+    the object (a file removed meanwhile stays readable). One block is kept."""
+
+    def __init__(self, path: Path, entry: struct.Struct) -> None:
+        self.path = path
+        self.entry = entry
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self._fd = fd
+        weakref.finalize(self, os.close, fd)
+        self.size = os.fstat(fd).st_size
+        self.slots = self.size // entry.size
+        self._block_no = -1
+        self._block = b""
+
+    def block(self, n: int) -> bytes:
+        """Slots [n * BLOCK_ENTRIES, (n + 1) * BLOCK_ENTRIES) that exist, as bytes."""
+        if n != self._block_no:
+            first = n * BLOCK_ENTRIES
+            want = max(0, min(BLOCK_ENTRIES, self.slots - first)) * self.entry.size
+            try:
+                data = os.pread(self._fd, want, first * self.entry.size)
+            except OSError as e:
+                raise OSError(e.errno, e.strerror, str(self.path)) from None
+            if len(data) < want:
+                raise OSError(0, "file shrank while being read", str(self.path))
+            self._block, self._block_no = data, n
+        return self._block
+
+    def slot(self, i: int) -> tuple[int, ...]:
+        """Slot i, unpacked (0 <= i < slots)."""
+        data = self.block(i // BLOCK_ENTRIES)
+        return self.entry.unpack_from(data, i % BLOCK_ENTRIES * self.entry.size)
+
+    def blocks(self, slots: int, start: int = 0) -> Iterator[bytes]:
+        """Slots [start, slots), a block at a time."""
+        size = self.entry.size
+        for n in range(start // BLOCK_ENTRIES, (slots + BLOCK_ENTRIES - 1) // BLOCK_ENTRIES):
+            first = n * BLOCK_ENTRIES
+            yield self.block(n)[max(0, start - first) * size:(slots - first) * size]
+
+    def used(self, rel_pos: int) -> int:
+        """How many leading slots are real: up to the first slot i > 0 with relative
+        offset 0, or all of them."""
+        for n in range((self.slots + BLOCK_ENTRIES - 1) // BLOCK_ENTRIES):
+            z = ie.first_zero_slot(self.block(n), self.entry, rel_pos, 1 if n == 0 else 0)
+            if z is not None:
+                return n * BLOCK_ENTRIES + z
+        return self.slots
+
+
+class IndexEntries:
+    """The real entries of an offset or time index, with absolute offsets: (offset,
+    position) or (timestamp, offset). A sequence read from the file on demand."""
+
+    def __init__(self, f: _EntryFile, used: int, base_offset: int, rel_first: bool) -> None:
+        self._f = f
+        self._n = used
+        self._base = base_offset
+        self._rel_first = rel_first  # the relative offset is the first field (offset index)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("index entry out of range")
+        a, b = self._f.slot(i)
+        return (self._base + a, b) if self._rel_first else (a, self._base + b)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return self.iter_from(0)
+
+    def iter_from(self, start: int) -> Iterator[tuple[int, int]]:
+        """Entries start, start + 1, ... to the last."""
+        base, unpack = self._base, self._f.entry.iter_unpack
+        for data in self._f.blocks(self._n, max(0, start)):
+            if self._rel_first:
+                for rel, pos in unpack(data):
+                    yield base + rel, pos
+            else:
+                for ts, rel in unpack(data):
+                    yield ts, base + rel
+
+
 class OffsetIndex:
-    """(offset, position) pairs; `slots` counts every whole slot, as Kafka does."""
+    """(offset, position) entries; `slot_count` counts every whole slot, as Kafka does."""
 
-    path: Path
-    base_offset: int
-    file_size: int
-    slots: list[ie.OffsetEntry]
-    used: int  # leading slots before a zero-filled tail
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._f = _EntryFile(path, ie.OFFSET_ENTRY)
+        self.file_size = self._f.size
+        self.slot_count = self._f.slots
+        self.used = self._f.used(ie.OFFSET_REL_POS)  # leading slots before a zero-filled tail
+        self.entries = IndexEntries(self._f, self.used, base_offset, rel_first=True)
 
     @classmethod
     def read(cls, path: Path, base_offset: int) -> OffsetIndex:
-        data = path.read_bytes()
-        slots = ie.offset_entries(data)
-        return cls(path, base_offset, len(data), slots, ie.used_slots(slots))
-
-    @property
-    def entries(self) -> list[tuple[int, int]]:
-        """Real entries as (absolute offset, position)."""
-        b = self.base_offset
-        return [(b + e.relative_offset, e.position) for e in self.slots[:self.used]]
+        return cls(path, base_offset)
 
     @property
     def untrimmed(self) -> bool:
-        return self.used < len(self.slots)
+        return self.used < self.slot_count
+
+    def first_slot_zero(self) -> bool:
+        """Whether the first slot is all zero bytes (an empty segment's preallocated one)."""
+        return self.slot_count > 0 and not any(self._f.slot(0))
 
     def sanity_errors(self) -> list[str]:
-        """OffsetIndex.sanityCheck, verbatim in meaning."""
+        """OffsetIndex.sanityCheck, verbatim in meaning (its last entry is the file's last
+        slot, zero tail included)."""
         errs = []
-        if self.slots and self.base_offset + self.slots[-1].relative_offset < self.base_offset:
-            errs.append(f"last offset {self.base_offset + self.slots[-1].relative_offset} is "
-                        f"below the base offset {self.base_offset}")
+        if self.slot_count:
+            last = self.base_offset + self._f.slot(self.slot_count - 1)[0]
+            if last < self.base_offset:
+                errs.append(f"last offset {last} is below the base offset {self.base_offset}")
         if self.file_size % ie.OFFSET_ENTRY.size:
             errs.append(f"file size {self.file_size} is not a multiple of "
                         f"{ie.OFFSET_ENTRY.size}")
@@ -53,45 +147,49 @@ class OffsetIndex:
     def lookup(self, offset: int) -> tuple[int, int]:
         """Largest entry with offset <= `offset`, else (base offset, 0)."""
         entries = self.entries
-        i = bisect.bisect_right(entries, (offset, 2**31)) - 1
-        if i < 0:
-            return self.base_offset, 0
-        return entries[i]
+        lo, hi = 0, len(entries)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if entries[mid][0] <= offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        return entries[lo - 1] if lo else (self.base_offset, 0)
 
 
-@dataclass
 class TimeIndex:
-    path: Path
-    base_offset: int
-    file_size: int
-    slots: list[ie.TimeEntry]
-    used: int
+    """(timestamp, offset) entries; `slot_count` counts every whole slot."""
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._f = _EntryFile(path, ie.TIME_ENTRY)
+        self.file_size = self._f.size
+        self.slot_count = self._f.slots
+        self.used = self._f.used(ie.TIME_REL_POS)
+        self.entries = IndexEntries(self._f, self.used, base_offset, rel_first=False)
 
     @classmethod
     def read(cls, path: Path, base_offset: int) -> TimeIndex:
-        data = path.read_bytes()
-        slots = ie.time_entries(data)
-        return cls(path, base_offset, len(data), slots, ie.used_slots(slots))
-
-    @property
-    def entries(self) -> list[tuple[int, int]]:
-        """Real entries as (timestamp, absolute offset)."""
-        b = self.base_offset
-        return [(e.timestamp, b + e.relative_offset) for e in self.slots[:self.used]]
+        return cls(path, base_offset)
 
     @property
     def untrimmed(self) -> bool:
-        return self.used < len(self.slots)
+        return self.used < self.slot_count
+
+    def first_slot_zero(self) -> bool:
+        """Whether the first slot is all zero bytes (an empty segment's preallocated one)."""
+        return self.slot_count > 0 and not any(self._f.slot(0))
 
     def sanity_errors(self) -> list[str]:
         """TimeIndex.sanityCheck."""
         errs = []
-        if self.slots:
-            last, first = self.slots[-1], self.slots[0]
-            if last.timestamp < first.timestamp:
-                errs.append(f"last timestamp {last.timestamp} is below the first "
-                            f"{first.timestamp}")
-            if self.base_offset + last.relative_offset < self.base_offset:
+        if self.slot_count:
+            last_ts, last_rel = self._f.slot(self.slot_count - 1)
+            first_ts = self._f.slot(0)[0]
+            if last_ts < first_ts:
+                errs.append(f"last timestamp {last_ts} is below the first {first_ts}")
+            if self.base_offset + last_rel < self.base_offset:
                 errs.append("last offset is below the base offset")
         if self.file_size % ie.TIME_ENTRY.size:
             errs.append(f"file size {self.file_size} is not a multiple of {ie.TIME_ENTRY.size}")
@@ -100,7 +198,7 @@ class TimeIndex:
     def last_entry(self) -> tuple[int, int]:
         """The last real entry, or (-1, base offset) when empty (TimeIndex.lastEntry)."""
         e = self.entries
-        return e[-1] if e else (-1, self.base_offset)
+        return e[-1] if len(e) else (-1, self.base_offset)
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """Largest entry with timestamp <= `timestamp`, else (-1, base offset)."""
@@ -115,35 +213,40 @@ class TimeIndex:
         return e[lo - 1] if lo else (-1, self.base_offset)
 
 
-@dataclass
 class TxnIndex:
-    path: Path
-    base_offset: int
-    file_size: int
-    entries: list[ie.AbortedTxn]
+    """Aborted transactions; entries are read while 34 bytes remain (a partial trailing
+    entry is ignored, as Kafka does)."""
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self._f = _EntryFile(path, ie.TXN_ENTRY)
+        self.file_size = self._f.size
 
     @classmethod
     def read(cls, path: Path, base_offset: int) -> TxnIndex:
-        data = path.read_bytes()
-        return cls(path, base_offset, len(data), ie.txn_entries(data))
+        return cls(path, base_offset)
 
-    def sanity_errors(self) -> list[str]:
-        errs = []
+    @property
+    def entries(self) -> Iterator[ie.AbortedTxn]:
+        for data in self._f.blocks(self._f.slots):
+            for e in ie.TXN_ENTRY.iter_unpack(data):
+                yield ie.AbortedTxn(*e)
+
+    def sanity_errors(self) -> Iterator[str]:
         prev = None
         for i, e in enumerate(self.entries):
             pos = i * ie.TXN_ENTRY.size
             if (e.version >> 8) > 0:  # Kafka reads only the first byte of the version
-                errs.append(f"entry at byte {pos} has unknown version {e.version}")
+                yield f"entry at byte {pos} has unknown version {e.version}"
             if e.last_offset < self.base_offset:
-                errs.append(f"entry at byte {pos}: last offset {e.last_offset} is below the "
-                            f"base offset {self.base_offset}")
+                yield (f"entry at byte {pos}: last offset {e.last_offset} is below the base "
+                       f"offset {self.base_offset}")
             if prev is not None and e.last_offset <= prev:
-                errs.append(f"entry at byte {pos}: last offset {e.last_offset} does not "
-                            f"increase")
+                yield f"entry at byte {pos}: last offset {e.last_offset} does not increase"
             if e.first_offset > e.last_offset:
-                errs.append(f"entry at byte {pos}: first offset is after last offset")
+                yield f"entry at byte {pos}: first offset is after last offset"
             prev = e.last_offset
         if self.file_size % ie.TXN_ENTRY.size:
-            errs.append(f"{self.file_size % ie.TXN_ENTRY.size} trailing bytes after the last "
-                        "whole entry")
-        return errs
+            yield (f"{self.file_size % ie.TXN_ENTRY.size} trailing bytes after the last whole "
+                   "entry")

@@ -2,11 +2,13 @@
 
 The JVM's FileChannel.tryLock takes an fcntl (POSIX record) lock on Linux, so
 fcntl.lockf sees a running broker's lock; flock would not. A `.lock` file that nobody
-holds is normal: brokers leave it behind.
+holds is normal: brokers leave it behind. A `.lock` that is a symlink is refused, never
+followed (a dangling one would have its target created).
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -14,6 +16,7 @@ from types import TracebackType
 
 from kafkalog_cli.errors import LockHeld, LogDirIOError
 from kafkalog_cli.storage.naming import LOCK
+from kafkalog_cli.storage.safety import refuse_link
 
 
 class LogDirLock:
@@ -22,9 +25,12 @@ class LogDirLock:
         self._fd: int | None = None
 
     def acquire(self) -> LogDirLock:
+        refuse_link(self.path)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as e:
+            if e.errno == errno.ELOOP:  # a link planted since the check
+                refuse_link(self.path)
             raise LogDirIOError(f"{self.path}: cannot open the lock file: {e.strerror}") from None
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

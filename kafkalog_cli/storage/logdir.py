@@ -2,7 +2,9 @@
 
 A target is a single file, a partition dir, a log dir (root files + partition dirs), or
 a folder holding several log dirs (an archive). Files we do not recognise are kept in
-`unknown`, to be reported, never silently ignored.
+`unknown`, to be reported, never silently ignored. A symlink named like a partition dir is
+not followed; it is kept in `linked` too, so that commands that change partitions can refuse
+it rather than pass over it.
 """
 
 from __future__ import annotations
@@ -45,6 +47,19 @@ class PartitionDir:
     def key(self) -> tuple[str, int]:
         return self.topic, self.partition
 
+    @property
+    def state(self) -> str:
+        """"" for a live partition; "stray", "delete" or "future" for a dir a broker renamed
+        (`<topic>-<n>.<uuid>-stray`: no longer assigned to it, deleted later; `-delete`:
+        deleted, awaiting removal; `-future`: a replica moving in from another log dir)."""
+        return self.name.state if self.name else ""
+
+    @property
+    def topic_error(self) -> str | None:
+        """Why Kafka refuses this dir's topic name, or None. Such a partition's entry is
+        written into no checkpoint: its line would not parse back."""
+        return naming.topic_name_error(self.topic)
+
     def has(self, name: str) -> bool:
         return any(f.name == name for f in self.special)
 
@@ -61,12 +76,25 @@ class PartitionDir:
 
 
 @dataclass
+class RemoteIndexCache:
+    """Tiered storage's `remote-log-index-cache/`: the indexes of remote segments a broker
+    fetched (RemoteIndexCache). A cache: the broker fetches what is missing again."""
+
+    path: Path
+    files: list[FileName] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # directories end in "/"
+    bytes: int = 0
+
+
+@dataclass
 class LogDir:
     path: Path
     partitions: list[PartitionDir] = field(default_factory=list)
     root_files: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
     bad_dirs: list[str] = field(default_factory=list)  # subdirs Kafka cannot parse
+    linked: list[PartitionDir] = field(default_factory=list)  # symlinks named <topic>-<n>
+    remote_index_cache: RemoteIndexCache | None = None
     _checkpoints: dict[str, dict[tuple[str, int], int] | CorruptDataError] = field(
         default_factory=dict)
 
@@ -169,17 +197,35 @@ def _holds_segments(path: Path) -> bool:
         return False
 
 
+def scan_remote_index_cache(path: Path) -> RemoteIndexCache:
+    cache = RemoteIndexCache(path)
+    for entry in _listdir(path):
+        fn = naming.parse_file_name(entry.name)
+        if entry.is_dir(follow_symlinks=False):
+            cache.unknown.append(entry.name + "/")
+        elif fn.kind is FileKind.REMOTE_INDEX and entry.is_file(follow_symlinks=False):
+            cache.files.append(fn)
+            cache.bytes += entry.stat(follow_symlinks=False).st_size
+        else:
+            cache.unknown.append(entry.name)
+    return cache
+
+
 def scan_log_dir(path: Path) -> LogDir:
     ld = LogDir(path)
     for entry in _listdir(path):
         if entry.is_dir(follow_symlinks=False):
             if entry.name == naming.REMOTE_INDEX_CACHE:
+                ld.remote_index_cache = scan_remote_index_cache(Path(entry.path))
                 continue
             if naming.parse_partition_dir(entry.name) is None:
                 ld.bad_dirs.append(entry.name)
                 continue
             ld.partitions.append(scan_partition(Path(entry.path), ld))
         elif not entry.is_file() and _special(entry):  # never read: it could block
+            ld.unknown.append(entry.name)
+        elif entry.is_symlink() and (name := naming.parse_partition_dir(entry.name)):
+            ld.linked.append(PartitionDir(Path(entry.path), name, log_dir=ld))
             ld.unknown.append(entry.name)
         elif entry.name in naming.ROOT_FILES or entry.name.endswith(".tmp") or \
                 entry.name == "bootstrap.checkpoint":
@@ -198,16 +244,27 @@ class Target:
     log_dirs: list[LogDir] = field(default_factory=list)
     partition: PartitionDir | None = None
 
-    def partitions(self) -> list[PartitionDir]:
+    def partitions(self, *, linked: bool = False) -> list[PartitionDir]:
+        """With `linked`, also the symlinks named like partition dirs in its log dirs (for
+        the commands that change partitions: they refuse those)."""
         if self.partition is not None:
             return [self.partition]
-        return [p for ld in self.log_dirs for p in ld.partitions]
+        return [p for ld in self.log_dirs
+                for p in ld.partitions + (ld.linked if linked else [])]
+
+
+def require_exists(path: str | Path) -> None:
+    """A PATH that does not exist is operational, as fsck(8) treats what it cannot open (8);
+    one that exists but holds no Kafka data is a usage error (16)."""
+    p = Path(path)
+    if not p.exists():
+        dangling = " (a symlink to nothing)" if p.is_symlink() else ""
+        raise LogDirIOError(f"{p}: no such file or directory{dangling}")
 
 
 def open_target(path: str | Path) -> Target:
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise UsageError(f"{p}: no such file or directory")
+    require_exists(p)
     if p.is_file():
         return Target(p, "file")
     if not p.is_dir():

@@ -2,8 +2,17 @@
 
 Segment files: `<base offset, 20 digits>.<log|index|timeindex|txnindex|snapshot>` with an
 optional `.cleaned`, `.swap` or `.deleted` suffix. KRaft snapshots:
-`<end offset 20>-<epoch 10>.checkpoint`. Partition dirs: `<topic>-<partition>`, or with
-`.<uuid32>-delete|-future|-stray` appended. Nobody else assembles or parses these names.
+`<end offset 20>-<epoch 10>.checkpoint` (`00000000000000000000-0000000000.checkpoint` is the
+bootstrap snapshot a Kafka 4 `format --standalone` writes, KIP-853/KIP-1170). Partition dirs:
+`<topic>-<partition>`, or with `.<uuid32>-delete|-future|-stray` appended. Tiered storage's
+`remote-log-index-cache/` (RemoteIndexCache) holds `<start offset>_<segment uuid>.index`,
+`.timeindex` and `.txnindex` of remote segments, `.deleted` or `.tmp` on their way in or out.
+Nobody else assembles or parses these names.
+
+Topic names follow Kafka's rule (org.apache.kafka.common.internals.Topic.validate): ASCII
+letters, digits, '.', '_' and '-', 1 to 249 characters, not "." or "..". A broker loads a
+partition dir whose topic breaks it (LocalLog.parseTopicPartitionName does not check), but
+the checkpoints it then writes (`<topic> <partition> <offset>` lines) no longer parse.
 """
 
 from __future__ import annotations
@@ -40,10 +49,15 @@ METADATA_TOPIC = "__cluster_metadata"
 REMOTE_INDEX_CACHE = "remote-log-index-cache"
 QUARANTINE = ".kafkalog-quarantine"
 
+TOPIC_MAX_LENGTH = 249
+_TOPIC_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _SEGMENT_RE = re.compile(r"^(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)"
                          r"(\.cleaned|\.swap|\.deleted)?$")
 _KRAFT_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint(\.deleted)?$")
 _KRAFT_PART_RE = re.compile(r"^(\d{20})-(\d{10})-.+\.checkpoint\.part$")
+# Uuid.toString: 16 bytes in URL-safe base64 without padding
+_REMOTE_INDEX_RE = re.compile(r"^(\d{1,19})_([A-Za-z0-9_-]{22})(\.index|\.timeindex|\.txnindex)"
+                              r"(\.deleted|\.tmp)?$")
 _DIR_SUFFIX_RE = {s: re.compile(r"^(\S+)-(\S+)\.(\S+)" + s + "$")
                   for s in ("-delete", "-future", "-stray")}
 
@@ -55,6 +69,7 @@ class FileKind(Enum):
     LEADER_EPOCH = "leader-epoch-checkpoint"
     PARTITION_METADATA = "partition.metadata"
     QUORUM_STATE = "quorum-state"
+    REMOTE_INDEX = "remote-index"  # in remote-log-index-cache/
     ROOT = "root"
     TMP = "tmp"
     UNKNOWN = "unknown"
@@ -64,9 +79,9 @@ class FileKind(Enum):
 class FileName:
     name: str
     kind: FileKind
-    offset: int | None = None  # base offset (segments), end offset (KRaft snapshots)
-    suffix: str | None = None  # .log, .index, ... for segment files
-    temp: str | None = None  # .cleaned / .swap / .deleted
+    offset: int | None = None  # base offset (segments, remote indexes), end offset (KRaft)
+    suffix: str | None = None  # .log, .index, ... for segment files and remote indexes
+    temp: str | None = None  # .cleaned / .swap / .deleted (remote indexes: .deleted / .tmp)
     epoch: int | None = None  # KRaft snapshot epoch
 
 
@@ -82,6 +97,9 @@ def parse_file_name(name: str) -> FileName:
     if m:
         return FileName(name, FileKind.KRAFT_SNAPSHOT_PART, int(m.group(1)),
                         epoch=int(m.group(2)))
+    m = _REMOTE_INDEX_RE.match(name)
+    if m:
+        return FileName(name, FileKind.REMOTE_INDEX, int(m.group(1)), m.group(3), m.group(4))
     if name == LEADER_EPOCH:
         return FileName(name, FileKind.LEADER_EPOCH)
     if name == PARTITION_METADATA:
@@ -93,6 +111,13 @@ def parse_file_name(name: str) -> FileName:
     if name.endswith(".tmp"):
         return FileName(name, FileKind.TMP)
     return FileName(name, FileKind.UNKNOWN)
+
+
+def is_bootstrap_snapshot(fn: FileName) -> bool:
+    """The KRaft snapshot at offset 0, epoch 0: what `kafka-storage format` writes for a
+    dynamic quorum (Kafka 4, KIP-853/KIP-1170); a controller's own snapshots end later."""
+    return fn.kind is FileKind.KRAFT_SNAPSHOT and fn.offset == 0 and fn.epoch == 0 and \
+        not fn.temp
 
 
 def segment_file_name(base_offset: int, suffix: str, temp: str = "") -> str:
@@ -148,6 +173,23 @@ def parse_partition_dir(name: str) -> PartitionName | None:
     if not -(2**31) <= partition < 2**31:
         return None
     return PartitionName(topic, partition, state)
+
+
+def topic_name_error(topic: str) -> str | None:
+    """Why Kafka refuses `topic` as a topic name, or None when it is legal."""
+    if not topic:
+        return "the empty string is not a topic name"
+    shown = repr(topic if len(topic) <= 60 else topic[:60] + "...")
+    if topic in (".", ".."):
+        return f"{shown} is not allowed as a topic name"
+    if len(topic) > TOPIC_MAX_LENGTH:
+        return (f"{shown} is {len(topic)} characters long; a topic name has at most "
+                f"{TOPIC_MAX_LENGTH}")
+    if not _TOPIC_LEGAL.fullmatch(topic):
+        bad = next(c for c in topic if not _TOPIC_LEGAL.fullmatch(c))
+        return (f"{shown} holds {bad!r}; a topic name has only ASCII letters, digits, "
+                "'.', '_' and '-'")
+    return None
 
 
 def partition_dir_name(topic: str, partition: int) -> str:

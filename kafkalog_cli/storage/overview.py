@@ -20,23 +20,31 @@ class PartitionInfo:
     path: str
     segments: int = 0
     bytes: int = 0
-    start_offset: int | None = None
-    end_offset: int | None = None
-    records_batches: int = 0
+    batches: int = 0
+    log_start_offset: int | None = None  # as the broker loads it (UnifiedLog.logStartOffset)
+    first_offset: int | None = None  # of the first batch on disk
+    log_end_offset: int | None = None
+    recovery_point: int | None = None
+    high_watermark: int | None = None
     first_timestamp: int | None = None
     max_timestamp: int | None = None
     codecs: set[str] = field(default_factory=set)
     magics: set[int] = field(default_factory=set)
-    recovery_point: int | None = None
-    high_watermark: int | None = None
-    log_start_offset: int | None = None
     leftovers: list[str] = field(default_factory=list)
+    state: str = ""  # "stray", "delete", "future": a dir the broker renamed
+    kraft_snapshots: list[str] = field(default_factory=list)  # complete ones, oldest first
 
     def as_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["codecs"] = sorted(self.codecs)
-        d["magics"] = sorted(self.magics)
-        return d
+        """Machine output: camelCase, Kafka's names (docs/json.md)."""
+        return {"topic": self.topic, "partition": self.partition, "path": self.path,
+                "segments": self.segments, "bytes": self.bytes, "batches": self.batches,
+                "logStartOffset": self.log_start_offset, "firstOffset": self.first_offset,
+                "logEndOffset": self.log_end_offset, "recoveryPoint": self.recovery_point,
+                "highWatermark": self.high_watermark, "firstTimestamp": self.first_timestamp,
+                "maxTimestamp": self.max_timestamp, "codecs": sorted(self.codecs),
+                "magics": sorted(self.magics), "leftovers": self.leftovers,
+                "state": self.state, "kraftSnapshots": len(self.kraft_snapshots),
+                "lastKraftSnapshot": self.kraft_snapshots[-1] if self.kraft_snapshots else None}
 
 
 def lock_state(ld: LogDir) -> str:
@@ -58,15 +66,18 @@ def lock_state(ld: LogDir) -> str:
         os.close(fd)
 
 
-def partition_info(part: PartitionDir) -> PartitionInfo:
-    info = PartitionInfo(part.topic, part.partition, str(part.path), len(part.segments))
-    for seg in part.segments:
+def partition_info(part: PartitionDir, bases: set[int] | None = None) -> PartitionInfo:
+    """The overview of a partition, or of its segments at `bases` only."""
+    segments = [s for s in part.segments if bases is None or s.base_offset in bases]
+    info = PartitionInfo(part.topic, part.partition, str(part.path), len(segments),
+                         state=part.state)
+    for seg in segments:
         info.bytes += seg.size
         for _pos, b in seg.batches():
-            info.records_batches += 1
-            if info.start_offset is None:
-                info.start_offset = b.base_offset if b.magic == 2 else b.last_offset
-            info.end_offset = b.last_offset + 1
+            info.batches += 1
+            if info.first_offset is None:
+                info.first_offset = b.base_offset if b.magic == 2 else b.last_offset
+            info.log_end_offset = b.last_offset + 1
             info.codecs.add(compression.name(b.compression))
             info.magics.add(b.magic)
             ts = b.max_timestamp
@@ -75,9 +86,14 @@ def partition_info(part: PartitionDir) -> PartitionInfo:
                     info.first_timestamp = ts
                 info.max_timestamp = ts if info.max_timestamp is None \
                     else max(info.max_timestamp, ts)
-    if info.end_offset is None and part.segments:
-        info.end_offset = part.segments[-1].base_offset
-    info.leftovers = [f.name for f in part.temp_files] + [f.name for f in part.orphan_indexes]
+    if info.log_end_offset is None and segments:
+        info.log_end_offset = segments[-1].base_offset
+    if bases is None:
+        info.leftovers = [f.name for f in part.temp_files] + \
+            [f.name for f in part.orphan_indexes]
+        info.kraft_snapshots = [f.name for f in part.kraft_snapshots
+                                if f.kind is naming.FileKind.KRAFT_SNAPSHOT and not f.temp]
+    log_start = None
     if part.log_dir is not None:
         for attr, name in (("recovery_point", naming.RECOVERY_POINT),
                            ("high_watermark", naming.REPLICATION),
@@ -87,4 +103,12 @@ def partition_info(part: PartitionDir) -> PartitionInfo:
             except CorruptDataError:
                 cp = {}
             setattr(info, attr, cp.get(part.key))
+        log_start = info.log_start_offset
+    # LogLoader: max(the checkpoint's entry, the first segment's base offset), so a partition
+    # that retention emptied still shows where it starts; with tiered storage (the broker
+    # keeps a remote-log-index-cache/) the entry as is: what is older is in remote storage
+    first_base = part.segments[0].base_offset if part.segments else None
+    tiered = part.log_dir is not None and part.log_dir.remote_index_cache is not None
+    info.log_start_offset = first_base if log_start is None else \
+        log_start if first_base is None or tiered else max(log_start, first_base)
     return info

@@ -32,10 +32,10 @@ class ProducerState:
         prev = self.entries.get(pid)
         coord = prev.coordinator_epoch if prev else -1
         if b.is_control:
-            recs = b.records()
-            if not recs:
+            rec = next(b.records(), None)  # a marker batch holds one record
+            if rec is None:
                 return None
-            info = parse_control(recs[0].key, recs[0].value)
+            info = parse_control(rec.key, rec.value)
             if info.type not in (ABORT, COMMIT):
                 return None
             marker = b.base_offset

@@ -4,7 +4,8 @@ Default place: `<parent of log dir>/.kafkalog-quarantine/<log dir name>/<UTC tim
 Not inside the log dir: LogManager.loadLogs parses every directory there as
 `<topic>-<partition>` and refuses to start on one it cannot parse. A manifest
 (`manifest.jsonl`, one fsynced JSON line per action, written before the action) says what
-came from where.
+came from where. It is the one place outside the log dir a mutating command writes to, so
+it may not be inside the log dir, nor be reached through a link that is.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from kafkalog_cli.errors import LogDirIOError
+from kafkalog_cli.errors import LogDirIOError, UsageError
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 
@@ -35,10 +36,21 @@ class Quarantine:
                  fsync: bool = True) -> None:
         self.log_dir = log_dir.resolve()
         self.base = root if root is not None else default_root(log_dir)
+        self._refuse_inside()
         self.enabled = enabled
         self.fsync = fsync
         self._dir: Path | None = None
         self.entries: list[dict[str, Any]] = []
+
+    def _refuse_inside(self) -> None:
+        """The quarantine folder, or any folder on the way to it, may not be the log dir."""
+        top = str(self.log_dir)
+        p = Path(os.path.abspath(self.base))
+        if os.path.commonpath([os.path.realpath(p), top]) == top or \
+                any(os.path.realpath(a) == top for a in p.parents):
+            raise UsageError(f"{self.base}: the quarantine folder would be inside the log dir "
+                             f"{top} (a broker refuses to start on a folder there); choose one "
+                             "outside with --quarantine DIR")
 
     @property
     def dir(self) -> Path:

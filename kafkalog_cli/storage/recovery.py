@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
@@ -33,7 +34,6 @@ from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, Rebuilt, rebuild_segment
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
-from kafkalog_cli.storage.safety import ensure_mutable
 from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
 
 
@@ -54,7 +54,7 @@ class Action:
         if self.to is not None:
             d["to"] = str(self.to)
         if self.start is not None:
-            d["bytes"] = [self.start, self.end]
+            d["positions"] = [self.start, self.end]  # the byte range cut
         if self.offsets is not None:
             d["offsets"] = list(self.offsets)
         if self.records is not None:
@@ -85,11 +85,17 @@ class Plan:
         return not self.loader and not self.actions
 
 
-def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None]:
-    """Valid batches/records from `start` on (skipping damage), and their offset range."""
+def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None, bool]:
+    """Valid batches/records from `start` on (skipping damage), their offset range, and
+    whether the search for them gave up somewhere (its work cap spent: more may follow)."""
     batches = records = 0
     first = last = None
-    for _pos, b in iter_batches(path, start, on_damage=lambda d: None, resync=True):
+    unsearched = False
+
+    def on_damage(d: Damage) -> None:
+        nonlocal unsearched
+        unsearched = unsearched or d.code == "unsearched"
+    for _pos, b in iter_batches(path, start, on_damage=on_damage, resync=True):
         if not b.is_valid():
             continue
         batches += 1
@@ -97,7 +103,7 @@ def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | No
             records += b.count
         first = b.last_offset if first is None else first
         last = b.last_offset
-    return batches, records, first, last
+    return batches, records, first, last, unsearched
 
 
 def _effective_segments(part: PartitionDir, loader: list[LoaderAction]) -> list[Segment]:
@@ -175,11 +181,20 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
         if r.truncated:
             later = [s for s in segs[i + 1:]]
             stop = r.stop.reason if r.stop else "incomplete batch at the end"
-            nb, nrec, first, last = _count_after(seg.log_path, r.valid_bytes)
+            nb, nrec, first, last, unsearched = _count_after(seg.log_path, r.valid_bytes)
             later_records = 0
             for s in later:
-                later_records += _count_after(s.log_path, 0)[1]
+                counted = _count_after(s.log_path, 0)
+                later_records += counted[1]
+                unsearched = unsearched or counted[4]
             at_tail = nb == 0 and later_records == 0
+            if unsearched and not force:
+                plan.problems.append(Problem(
+                    seg.log_path, r.valid_bytes,
+                    f"{stop}; whether valid data follows is unknown: the search for batches "
+                    "after the damage gave up (too many look-alike headers to check). Salvage "
+                    "what follows first, or rerun with --force to truncate"))
+                return plan
             if not at_tail and not force:
                 plan.problems.append(Problem(
                     seg.log_path, r.valid_bytes,
@@ -239,26 +254,25 @@ def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> Non
     """Carry the plan out; every step is a crash point, and each leaves a state that the
     next run of plan+apply completes."""
     apply_loader_actions(plan.loader, quarantine, fsync=fsync)
+    root = plan.part.path.parent
     truncated: set[Path] = set()
     for a in plan.actions:
         if a.kind == "truncate":
             assert a.start is not None and a.end is not None
+            safety.ensure_mutable(a.path, root)  # before its bytes are saved
             quarantine.save_range(a.path, a.start, a.end, a.reason,
                                   offsets=list(a.offsets) if a.offsets else None,
                                   records=a.records)
-            ensure_mutable(a.path, plan.part.path.parent)
             crash_point("recover.truncate.before")
-            with open(a.path, "r+b") as f:
+            with safety.open_file(a.path, root, "existing") as f:
                 f.truncate(a.start)
                 if fsync:
                     os.fsync(f.fileno())
             crash_point("recover.truncate.after")
             truncated.add(a.path)
         elif a.kind == "rebuild-index":
-            if a.path.exists():
-                ensure_mutable(a.path, plan.part.path.parent)
             crash_point("recover.index.before")
-            atomic_write(a.path, a.data or b"", fsync=fsync)
+            atomic_write(a.path, a.data or b"", root=root, fsync=fsync)
             crash_point("recover.index.after")
     # later segments go newest first, `.log` before its indexes, so a crash leaves at most
     # orphan indexes (which the next run removes), never a log missing its predecessors

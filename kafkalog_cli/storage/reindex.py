@@ -56,7 +56,7 @@ def reindex_partition(part: PartitionDir, *, bases: set[int] | None = None,
                 continue  # Kafka creates a .txnindex only when there is an abort to record
             changed = before != data
             if changed and not dry_run:
-                atomic_write(path, data, fsync=fsync)
+                atomic_write(path, data, root=part.path.parent, fsync=fsync)
             changes.append(IndexChange(seg.log_path, path, kind, n,
                                        None if before is None else len(before), len(data),
                                        changed, damage))

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.quarantine import Quarantine
@@ -36,7 +36,7 @@ SEGMENT_FILE_KINDS = (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDE
 
 def _rename(src: Path, dst: Path, step: str) -> None:
     crash_point(step + ".before")
-    src.rename(dst)
+    safety.rename(src, dst, src.parent.parent)  # within a partition dir of the log dir
     crash_point(step + ".after")
 
 

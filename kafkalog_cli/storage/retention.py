@@ -22,15 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.snapshot import encode_snapshot
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.replace import SEGMENT_FILE_KINDS
-from kafkalog_cli.storage.safety import ensure_mutable
 from kafkalog_cli.storage.segment import Segment
 
 
@@ -69,11 +67,9 @@ def largest_timestamp(seg: Segment, now: int, max_future_ms: int | None,
     ts = -1
     if seg.has_timeindex:
         try:
-            data = seg.path(naming.TIMEINDEX).read_bytes()
-            entries = ie.time_entries(data)
-            used = ie.used_slots(entries)
-            if used:
-                ts = entries[used - 1].timestamp
+            tidx = seg.time_index()
+            if tidx is not None:
+                ts = tidx.last_entry()[0]
         except OSError:
             ts = -1
     mtime = int(os.stat(seg.log_path).st_mtime * 1000)
@@ -156,7 +152,7 @@ def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delet
     (into the quarantine) unless a delete delay keeps them for a later run."""
     d = plan.part.path
     if plan.roll_at is not None:
-        _roll_empty(plan, fsync)
+        _roll_empty(plan, log_dir, fsync)
     if plan.new_log_start is not None:
         from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
 
@@ -171,9 +167,8 @@ def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delet
         paths.append(d / naming.segment_file_name(v.segment.base_offset, naming.SNAPSHOT))
         for p in paths:
             if p.exists():
-                ensure_mutable(p, log_dir)
                 crash_point("retain.to-deleted.before")
-                p.rename(p.with_name(p.name + naming.DELETED))
+                safety.rename(p, p.with_name(p.name + naming.DELETED), log_dir)
                 crash_point("retain.to-deleted.after")
     if fsync:
         fsync_dir(d)
@@ -181,7 +176,7 @@ def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delet
         remove_deleted(d, quarantine, older_than_ms=None, log_dir=log_dir)
 
 
-def _roll_empty(plan: RetentionPlan, fsync: bool) -> None:
+def _roll_empty(plan: RetentionPlan, log_dir: Path, fsync: bool) -> None:
     """LocalLog.roll: a new empty active segment at the log end, with a producer snapshot."""
     from kafkalog_cli.storage.recovery import _state_before
 
@@ -191,10 +186,10 @@ def _roll_empty(plan: RetentionPlan, fsync: bool) -> None:
     state = _state_before(plan.part, plan.part.segments, base)
     crash_point("retain.roll.before")
     for kind in (naming.INDEX, naming.TIMEINDEX):
-        atomic_write(d / naming.segment_file_name(base, kind), b"", fsync=fsync)
+        atomic_write(d / naming.segment_file_name(base, kind), b"", root=log_dir, fsync=fsync)
     atomic_write(d / naming.segment_file_name(base, naming.SNAPSHOT),
-                 encode_snapshot(state.snapshot_entries()), fsync=fsync)
-    atomic_write(d / naming.segment_file_name(base, naming.LOG), b"", fsync=fsync)
+                 encode_snapshot(state.snapshot_entries()), root=log_dir, fsync=fsync)
+    atomic_write(d / naming.segment_file_name(base, naming.LOG), b"", root=log_dir, fsync=fsync)
     crash_point("retain.roll.after")
 
 
@@ -209,10 +204,9 @@ def remove_deleted(d: Path, quarantine: Quarantine | None, *, older_than_ms: int
             continue
         if older_than_ms is not None and (now_s - os.stat(p).st_ctime) * 1000 < older_than_ms:
             continue
-        ensure_mutable(p, log_dir)
         if quarantine is not None:
             quarantine.remove(p, "deleted by retention")
         else:
-            p.unlink()
+            safety.unlink(p, log_dir)
         gone.append(p)
     return gone

@@ -11,6 +11,7 @@ Stop reasons, reported as one Damage in `scanner.damage`:
   zero-tail     only zero bytes follow the last whole entry (preallocation, lost writes)
   bad-size      a size field below 14: the framing cannot continue
   entry-too-big an entry larger than the configured cap
+  unsearched    framing breaks, and the search for what follows gave up (ProbeBudget)
 When framing breaks, a bounded probe looks for the next entry whose CRC checks out. If
 one exists the damage is mid-file ("corrupt", its size = bytes skipped) and, with
 `resync=True`, the scan goes on from there, so a checker sees everything after it too.
@@ -38,6 +39,9 @@ from kafkalog_cli.codec.model import Damage
 DEFAULT_CHUNK = 4 * 1024 * 1024
 DEFAULT_MAX_ENTRY = 256 * 1024 * 1024
 DEFAULT_RESYNC_WINDOW = 4 * 1024 * 1024
+PROBE_WORK_PER_BYTE = 8  # bytes the probes of a scan may read or checksum, per file byte
+PROBE_WORK_MIN = 64 * 1024 * 1024  # ... and at least this many
+PROBE_STEP = 512  # a probe, and the scan after it, read this much first, then double
 _ZERO_PROBE = 1024 * 1024
 _unpack_overhead = LOG_OVERHEAD.unpack_from
 
@@ -54,6 +58,25 @@ class ReadableFile(Protocol):
     def readinto(self, buffer: bytearray | memoryview, /) -> int | None: ...
 
 
+class ProbeBudget:
+    """Bytes the resync probes of one scan may read and checksum: linear in the file size,
+    whatever the file holds (repeated bytes can look like an entry header every few bytes,
+    each claiming a large entry to checksum; damage every few bytes means a probe for each).
+    A probe that finds its budget spent gives up: the damage is reported as `unsearched`."""
+
+    def __init__(self, size: int) -> None:
+        self.left = PROBE_WORK_MIN + PROBE_WORK_PER_BYTE * max(0, size)
+        self.spent_out = False
+
+    def spend(self, n: int) -> bool:
+        if n > self.left:
+            self.left = 0
+            self.spent_out = True
+            return False
+        self.left -= n
+        return True
+
+
 class EntryScanner:
     """Iterate `(position, view)` over whole entries of `f` in [start, end)."""
 
@@ -67,6 +90,9 @@ class EntryScanner:
         self._max_entry = max_entry
         self._resync = resync
         self._window = resync_window
+        self.budget = ProbeBudget(self.end - start)
+        self._buf: bytearray | None = None  # kept across resyncs
+        self._read_cap = chunk_size  # the next read's size; small after a resync, then doubled
         self.damage: Damage | None = None  # the first damage
         self.damages: list[Damage] = []
         self.valid_end = start  # position just after the last whole entry before damage
@@ -88,7 +114,11 @@ class EntryScanner:
         f = self._f
         end = self.end
         f.seek(start)
-        buf = bytearray(self._chunk)
+        if self._buf is None:
+            self._buf = bytearray(self._chunk)
+        else:  # resuming after damage: read little first, so dense damage stays linear
+            self._read_cap = PROBE_STEP
+        buf = self._buf
         mv = memoryview(buf)
         base = start  # file position of buf[0]
         filled = 0
@@ -104,7 +134,8 @@ class EntryScanner:
                                f"{left} bytes after the last whole batch are too few for a header")
                 return None
             if filled - p < HEADER_SIZE_UP_TO_MAGIC:
-                base, filled, p = self._refill(buf, mv, base, filled, p)
+                base, filled, p = self._refill(buf, mv, base, filled, p,
+                                               HEADER_SIZE_UP_TO_MAGIC)
             _off, size = unpack(buf, p)
             total = size + LOG_OVERHEAD_SIZE
             if size < MIN_ENTRY_SIZE or total > left or total > self._max_entry:
@@ -117,7 +148,11 @@ class EntryScanner:
                                      f"are skipped to the next valid batch at byte {nxt}",
                                      nxt - pos))
                     return nxt if self._resync else None
-                if total > self._max_entry and size >= MIN_ENTRY_SIZE and total <= left:
+                if self.budget.spent_out:
+                    self._add(Damage(pos, "unsearched", f"framing breaks (size field {size}); "
+                                     "the search for a valid batch after it stopped, its work "
+                                     "cap spent: what follows is unchecked", left))
+                elif total > self._max_entry and size >= MIN_ENTRY_SIZE and total <= left:
                     self._add(Damage(pos, "entry-too-big", f"batch of {total} bytes exceeds "
                                      f"the {self._max_entry}-byte cap", left))
                 elif size < MIN_ENTRY_SIZE:
@@ -142,18 +177,20 @@ class EntryScanner:
                     base, filled, p = pos + total, 0, 0
                     f.seek(base)
                     continue
-                base, filled, p = self._refill(buf, mv, base, filled, p)
+                base, filled, p = self._refill(buf, mv, base, filled, p, total)
             yield pos, mv[p:p + total]
             p += total
 
     def _refill(self, buf: bytearray, mv: memoryview, base: int, filled: int,
-                p: int) -> tuple[int, int, int]:
-        """Move the unread bytes to the front and read more; same-size copies keep views legal."""
+                p: int, need: int) -> tuple[int, int, int]:
+        """Move the unread bytes to the front and read more, at least `need` bytes in all
+        (when the file has them); same-size copies keep views legal."""
         rest = filled - p
         if rest:
             buf[:rest] = buf[p:filled]
         base += p
-        want = min(len(buf), self.end - base) - rest
+        want = min(len(buf), self.end - base, max(need, rest + self._read_cap)) - rest
+        self._read_cap = min(2 * self._read_cap, len(buf))
         n = self._f.readinto(mv[rest:rest + want]) if want > 0 else 0
         return base, rest + (n or 0), 0
 
@@ -199,33 +236,58 @@ class EntryScanner:
 
         Candidates are found by regex jumps, not a byte loop: the magic byte must be 0..2,
         and a run of zeros can only end in a size field, so zero runs are skipped whole.
+        The window is read as far as the search gets (PROBE_STEP, then doubling), and what
+        is read or checksummed is paid from the scan's budget: None once it is spent
+        (`budget.spent_out`).
         """
         f = self._f
-        f.seek(pos)
         n = min(self.end - pos, self._window)
         if n <= HEADER_SIZE_UP_TO_MAGIC:
             return None
-        data = f.read(n)
-        limit = len(data) - HEADER_SIZE_UP_TO_MAGIC
+        data = b""
+        limit = n - HEADER_SIZE_UP_TO_MAGIC  # candidate starts i < limit
         i = 0
         while i < limit:
-            m = _MAGIC_CANDIDATE.search(data, i + MAGIC_POS)
+            if len(data) < min(n, i + HEADER_SIZE_UP_TO_MAGIC + PROBE_STEP):
+                want = min(n, max(2 * len(data), i + HEADER_SIZE_UP_TO_MAGIC + PROBE_STEP))
+                if not self.budget.spend(want - len(data)):
+                    return None
+                f.seek(pos + len(data))
+                data += f.read(want - len(data))
+                if len(data) < want:  # the file shrank under us
+                    n = len(data)
+                    limit = n - HEADER_SIZE_UP_TO_MAGIC
+                    continue
+            # candidates among the bytes read (a header must fit in them)
+            seen = len(data) - HEADER_SIZE_UP_TO_MAGIC
+            m = _MAGIC_CANDIDATE.search(data, i + MAGIC_POS, seen + MAGIC_POS)
             if m is None:
-                return None
+                i = max(i, seen)
+                continue
             i = m.start() - MAGIC_POS
-            if i >= limit:
-                return None
             if data[i + 8:i + 12] == b"\0\0\0\0":
                 nz = _NON_ZERO.search(data, i + 8)
                 if nz is None:
-                    return None
+                    i = max(i + 1, len(data) - 11)  # zeros up to what is read
+                    continue
                 i = max(i + 1, nz.start() - 11)
                 continue
             off, size = _unpack_overhead(data, i)
             total = size + LOG_OVERHEAD_SIZE
             if off >= 0 and size >= MIN_ENTRY_SIZE and pos + i + total <= self.end and \
-                    i + total <= len(data) and _crc_ok(data, i, total, data[i + MAGIC_POS]):
-                return pos + i
+                    i + total <= n:
+                if len(data) < i + total:
+                    want = min(n, max(2 * len(data), i + total))
+                    if not self.budget.spend(want - len(data)):
+                        return None
+                    f.seek(pos + len(data))
+                    data += f.read(want - len(data))
+                    if len(data) < i + total:
+                        return None  # the file shrank under us
+                if not self.budget.spend(total):
+                    return None
+                if _crc_ok(data, i, total, data[i + MAGIC_POS]):
+                    return pos + i
             i += 1
         return None
 

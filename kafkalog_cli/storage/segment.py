@@ -36,12 +36,15 @@ def iter_batches(path: Path, start: int = 0, end: int | None = None,
     with open_readable(path) as f:
         kw = {} if max_entry is None else {"max_entry": max_entry}
         scanner = EntryScanner(f, start, end, resync=resync, **kw)
-        reported = 0
+
+        def report() -> None:  # and forget: damage every few bytes must not pile up
+            if on_damage:
+                for d in scanner.damages:
+                    on_damage(d)
+            scanner.damages.clear()
         try:
             for pos, view in scanner:
-                while on_damage and reported < len(scanner.damages):
-                    on_damage(scanner.damages[reported])
-                    reported += 1
+                report()
                 try:
                     batch = decode_entry(view)
                 except CorruptBatch as e:
@@ -51,9 +54,7 @@ def iter_batches(path: Path, start: int = 0, end: int | None = None,
                 yield pos, batch
         except OSError as e:
             raise LogDirIOError(f"{path}: read failed: {e.strerror}") from None
-        while on_damage and reported < len(scanner.damages):
-            on_damage(scanner.damages[reported])
-            reported += 1
+        report()
 
 
 @dataclass

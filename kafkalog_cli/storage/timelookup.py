@@ -9,6 +9,10 @@ finds it (UnifiedLog.fetchOffsetByTimestamp, LogSegment.findOffsetByTimestamp):
   2. time index lookup(T) -> offset; offset index lookup(max(that, log start)) -> position
   3. scan batches from there to the first with maxTimestamp >= T, then the first record
      in it with timestamp >= T (CreateTime need not be monotonic inside a batch)
+
+The answer is ListOffsets's (offset, timestamp, leaderEpoch): a found record's own timestamp
+and its batch's partitionLeaderEpoch (FileRecords.searchForTimestamp); for earliest and
+latest no timestamp, and the epoch the leader-epoch cache holds for that offset.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import os
 from dataclasses import dataclass
 
 from kafkalog_cli.codec import index_entry as ie
-from kafkalog_cli.errors import locating
+from kafkalog_cli.codec.checkpoint import parse_leader_epochs
+from kafkalog_cli.errors import CorruptDataError, locating
 from kafkalog_cli.storage import naming
+from kafkalog_cli.storage.files import read_regular
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.reader import seek_position
 from kafkalog_cli.storage.segment import Segment
@@ -30,6 +36,32 @@ from kafkalog_cli.storage.segment import log_end_offset as segments_log_end
 class Found:
     offset: int | None
     timestamp: int | None
+    leader_epoch: int | None = None
+
+
+def _epoch(partition_leader_epoch: int) -> int | None:
+    """RecordBatch.NO_PARTITION_LEADER_EPOCH (-1, also every magic 0/1 batch) is no epoch."""
+    return partition_leader_epoch if partition_leader_epoch >= 0 else None
+
+
+def epoch_for_offset(part: PartitionDir, offset: int | None) -> int | None:
+    """LeaderEpochFileCache.epochForOffset: the epoch of the last entry starting at or before
+    `offset` (None before the first; `offset` None: the latest epoch). No readable
+    leader-epoch-checkpoint: None."""
+    if not part.has(naming.LEADER_EPOCH):
+        return None
+    try:
+        entries = parse_leader_epochs(read_regular(part.path / naming.LEADER_EPOCH))
+    except (CorruptDataError, OSError):
+        return None
+    if offset is None:
+        return entries[-1][0] if entries else None
+    found = None
+    for epoch, start in entries:
+        if start > offset:
+            break
+        found = epoch
+    return found
 
 
 def largest_timestamp(seg: Segment) -> int:
@@ -47,11 +79,11 @@ def largest_timestamp(seg: Segment) -> int:
             finally:
                 os.close(fd)
             if len(last) == ie.TIME_ENTRY.size:
-                ts, rel = ie.time_entries(last)[0]
+                ts, rel = ie.TIME_ENTRY.unpack(last)
                 if rel != 0 or size == ie.TIME_ENTRY.size:
-                    return ts
+                    return int(ts)
                 tidx = seg.time_index()
-                if tidx is not None and tidx.entries:
+                if tidx is not None and len(tidx.entries):
                     return tidx.last_entry()[0]
         except OSError:
             pass
@@ -107,7 +139,7 @@ def _in_segment(seg: Segment, target: int, log_start: int) -> Found:
             recs = b.records()
         for r in recs:
             if r.timestamp >= target and r.offset >= log_start:
-                return Found(r.offset, r.timestamp)
+                return Found(r.offset, r.timestamp, _epoch(b.partition_leader_epoch))
     return Found(None, None)
 
 

@@ -135,8 +135,8 @@ def partition_transactions(part: PartitionDir,
             marker = None
             if b.is_control:
                 try:
-                    recs = b.records()
-                    marker = parse_control(recs[0].key, recs[0].value) if recs else None
+                    rec = next(b.records(), None)
+                    marker = parse_control(rec.key, rec.value) if rec else None
                 except CorruptDataError as e:
                     notes.append(f"{seg.log_path.name}: control batch at offset "
                                  f"{b.base_offset} does not decode: {e.reason}")

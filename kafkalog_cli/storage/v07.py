@@ -106,6 +106,7 @@ class Target07:
     file: Path | None = None  # kind "file": the one segment named
     modern_dirs: list[Path] = field(default_factory=list)  # 0.8+ partition dirs beside 0.7 ones
     bad_dirs: list[str] = field(default_factory=list)  # subdirs that are no partition
+    linked: list[Path] = field(default_factory=list)  # symlinks named <topic>-<n>: not followed
     root_files: list[str] = field(default_factory=list)
 
     @property
@@ -204,4 +205,5 @@ def find_target(path: str | Path) -> Target07 | None:
         else:
             t.bad_dirs.append(e.name)
     t.root_files = [e.name for e in entries if not _is_dir(e)]
+    t.linked = [Path(e.path) for e in entries if e.is_symlink() and parse_partition_dir(e.name)]
     return t

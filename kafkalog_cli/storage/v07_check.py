@@ -37,7 +37,7 @@ from kafkalog_cli.storage.v07_scan import iter_entries
 DAMAGE_CODES = {"torn-tail": "V07_TORN_TAIL", "size-past-end": "V07_SIZE_PAST_END",
                 "bad-size": "V07_BAD_SIZE", "zero-tail": "V07_ZERO_TAIL",
                 "bad-magic": "V07_BAD_MAGIC", "crc-mismatch": "V07_CRC_MISMATCH",
-                "entry-too-big": "V07_ENTRY_TOO_BIG"}
+                "entry-too-big": "V07_ENTRY_TOO_BIG", "unsearched": "V07_UNSEARCHED"}
 
 
 def check_target(t: Target07, f: Findings, opts: CheckOptions, stats: Stats) -> None:
@@ -126,7 +126,7 @@ def _check_segment(seg: Segment07, f: Findings, opts: CheckOptions, stats: Stats
         if opts.shallow:
             continue
         try:
-            stats.records += len(inner_messages(msg, opts.max_decompressed))
+            stats.records += sum(1 for _ in inner_messages(msg, opts.max_decompressed))
         except CorruptDataError as e:
             f.add(ERROR, "V07_INNER_INVALID", path, pos,
                   f"compressed message at offset {seg.start + pos} does not decode: {e.reason}",

@@ -30,7 +30,7 @@ from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import CorruptBatch, CorruptDataError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.v07 import Partition07
 from kafkalog_cli.storage.v07_scan import iter_entries
 from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
@@ -108,15 +108,17 @@ class _Batcher:
 
 
 def migrate_partition(part: Partition07, dest: Path, opts: MigrateOptions,
-                      mapping: Mapping) -> Migrated:
-    """Write `part` as a current partition dir at `dest` (which must not hold segments)."""
+                      mapping: Mapping, topic: str | None = None) -> Migrated:
+    """Write `part` as a current partition dir at `dest` (which must not hold segments),
+    as topic `topic` (default: its 0.7 name)."""
     check_migratable(part)
     res = Migrated(part.topic, part.partition, log_start_offset=opts.start_offset)
     dest.mkdir(parents=True, exist_ok=True)
     if opts.start_offset:
         # an empty first segment at the chosen start: the writer continues from its base
-        (dest / naming.segment_file_name(opts.start_offset, naming.LOG)).touch()
-    w = PartitionWriter(dest, part.topic, part.partition, opts.config,
+        safety.open_file(dest / naming.segment_file_name(opts.start_offset, naming.LOG),
+                         dest.parent, "replace").close()
+    w = PartitionWriter(dest, topic or part.topic, part.partition, opts.config,
                         topic_id=opts.topic_id).open()
     try:
         batcher = _Batcher(w, opts)

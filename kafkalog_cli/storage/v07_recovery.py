@@ -31,7 +31,7 @@ from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.quarantine import Quarantine
 from kafkalog_cli.storage.recovery import Action, Problem
-from kafkalog_cli.storage.safety import ensure_mutable
+from kafkalog_cli.storage.safety import ensure_mutable, open_file
 from kafkalog_cli.storage.v07 import Partition07, Segment07
 from kafkalog_cli.storage.v07_scan import iter_entries
 
@@ -57,13 +57,18 @@ def _first_damage(seg: Segment07) -> tuple[int, Damage | None]:
     return valid, (found[0] if found else None)
 
 
-def _valid_after(seg: Segment07, start: int) -> int:
-    """Valid entries from `start` on, skipping damage (what a cut there would drop)."""
+def _valid_after(seg: Segment07, start: int) -> tuple[int, bool]:
+    """Valid entries from `start` on, skipping damage (what a cut there would drop), and
+    whether the search for them gave up somewhere (its work cap spent: more may follow)."""
     n = 0
-    for _pos, _msg in iter_entries(seg.path, on_damage=lambda d: None, start=start,
-                                   resync=True):
+    unsearched = False
+
+    def on_damage(d: Damage) -> None:
+        nonlocal unsearched
+        unsearched = unsearched or d.code == "unsearched"
+    for _pos, _msg in iter_entries(seg.path, on_damage=on_damage, start=start, resync=True):
         n += 1
-    return n
+    return n, unsearched
 
 
 def plan_partition(part: Partition07, *, full: bool = False, force: bool = False) -> Plan07:
@@ -83,8 +88,19 @@ def plan_partition(part: Partition07, *, full: bool = False, force: bool = False
         if damage is None:
             continue
         later = segs[i + 1:]
-        nmsg = _valid_after(seg, valid)
-        nlater = sum(_valid_after(s, 0) for s in later)
+        nmsg, unsearched = _valid_after(seg, valid)
+        nlater = 0
+        for s in later:
+            n, gave_up = _valid_after(s, 0)
+            nlater += n
+            unsearched = unsearched or gave_up
+        if unsearched and not force:
+            plan.problems.append(Problem(
+                seg.path, valid,
+                f"{damage.reason}; whether valid data follows is unknown: the search for "
+                "entries after the damage gave up (too many look-alike headers to check). "
+                "Salvage what follows first (kafkalog dump), or rerun with --force to truncate"))
+            return plan
         if (nmsg or nlater) and not force:
             plan.problems.append(Problem(
                 seg.path, valid,
@@ -125,11 +141,11 @@ def apply_plan(plan: Plan07, quarantine: Quarantine, *, fsync: bool = True) -> N
         if a.kind != "truncate":
             continue
         assert a.start is not None and a.end is not None
+        ensure_mutable(a.path, root)  # before its bytes are saved
         quarantine.save_range(a.path, a.start, a.end, a.reason,
                               offsets=list(a.offsets) if a.offsets else None, format="0.7")
-        ensure_mutable(a.path, root)
         crash_point("recover.v07.truncate.before")
-        with open(a.path, "r+b") as f:
+        with open_file(a.path, root, "existing") as f:
             f.truncate(a.start)
             if fsync:
                 os.fsync(f.fileno())

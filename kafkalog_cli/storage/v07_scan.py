@@ -12,9 +12,12 @@ Scanner stop reasons (Damage codes), each at the entry's position in its file:
   bad-magic      a magic byte other than 0 or 1
   crc-mismatch   the payload's CRC-32 differs from the stored one
   entry-too-big  an entry larger than the scanner's cap
+  unsearched     any of the above, after which the search for a valid entry gave up
+                 (ProbeBudget): what follows is unchecked
 After damage, a bounded probe looks for the next entry whose CRC checks out; with
 `resync=True` the scan goes on from there (so a checker sees what follows), otherwise it
-stops, as 0.7's recovery does.
+stops, as 0.7's recovery does. The probes of one scan share a work budget proportional to
+the file size (ProbeBudget), so a scan takes time linear in the file whatever it holds.
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ from kafkalog_cli.codec.v07 import (
     decode_message,
 )
 from kafkalog_cli.errors import CorruptBatch, LogDirIOError
+from kafkalog_cli.storage.scan import PROBE_STEP, ProbeBudget
 
 DEFAULT_CHUNK: Final = 4 * 1024 * 1024
 DEFAULT_MAX_ENTRY: Final = 256 * 1024 * 1024
 PROBE_WINDOW: Final = 4 * 1024 * 1024  # how far past damage the probe looks for an entry start
 PROBE_MAX_ENTRY: Final = 1024 * 1024  # largest entry the probe can recognise
 _ZERO_PROBE: Final = 1024 * 1024
+_CRC_CHUNK: Final = 1024 * 1024
 # a plausible entry start: size 5 .. 16 MiB (high byte 0, not 0..4), then magic 0 or 1
 _CANDIDATE = re.compile(rb"(?=\x00(?!\x00\x00[\x00-\x04])[\x00-\xff]{3}[\x00\x01])", re.S)
 
@@ -116,53 +121,108 @@ def _valid_at(data: bytes, q: int, n: int) -> bool:
     return crc32(memoryview(data)[head:q + SIZE_LEN + n]) == crc
 
 
-def _frames_at(f: BinaryIO, q: int, file_size: int) -> int | None:
-    """Size of a valid entry (CRC checked) at file position `q` whose successor frames or
-    which ends the file; None otherwise. Reads the file, so large entries count too."""
-    if file_size - q < SIZE_LEN + MIN_MESSAGE_SIZE:
-        return None
+def _header_at(f: BinaryIO, q: int, file_size: int) -> int | None:
+    """Entry size of a plausible header at file position `q` (framing within the file)."""
     f.seek(q)
     head = f.read(SIZE_LEN + 1)
-    n = _plausible(head + bytes(MIN_MESSAGE_SIZE), 0, file_size - q)
+    if len(head) < SIZE_LEN + 1:
+        return None
+    return _plausible(head, 0, file_size - q)
+
+
+def _frames_at(f: BinaryIO, q: int, file_size: int, budget: ProbeBudget) -> int | None:
+    """Size of a valid entry (CRC checked) at file position `q` whose successor frames or
+    which ends the file; None otherwise. Reads the file, so large entries count too (their
+    payload is checksummed a chunk at a time)."""
+    if file_size - q < SIZE_LEN + MIN_MESSAGE_SIZE:
+        return None
+    n = _header_at(f, q, file_size)
     if n is None or n > DEFAULT_MAX_ENTRY:
         return None
-    f.seek(q)
-    data = f.read(SIZE_LEN + n + SIZE_LEN + 1)
-    if not _valid_at(data, 0, n):
+    after = q + SIZE_LEN + n
+    if after != file_size and _header_at(f, after, file_size) is None:
+        return None  # (checked before the CRC: it costs 5 bytes)
+    if not budget.spend(n):
         return None
-    after = SIZE_LEN + n
-    if q + after == file_size:
-        return n
-    if len(data) >= after + SIZE_LEN + 1 and _plausible(data, after, file_size - q - after):
-        return n
-    return None
+    f.seek(q + SIZE_LEN)
+    head = f.read(HEAD_SIZE[1])
+    head = head[:HEAD_SIZE[head[0]]]
+    crc, pos = 0, q + SIZE_LEN + len(head)
+    while pos < after:
+        chunk = f.read(min(_CRC_CHUNK, after - pos))
+        if not chunk:
+            return None
+        crc = crc32(chunk, crc)
+        pos += len(chunk)
+    return n if crc == int.from_bytes(head[-4:], "big") else None
 
 
-def probe_next(f: BinaryIO, pos: int, size: int, file_size: int) -> int | None:
+class _Window:
+    """Up to `limit` bytes of the file from `base`, read only as far as the probe gets (each
+    read paid from the budget), growing by doubling."""
+
+    def __init__(self, f: BinaryIO, base: int, limit: int, budget: ProbeBudget) -> None:
+        self.f, self.base, self.limit, self.budget = f, base, limit, budget
+        self.data = b""
+
+    def cover(self, n: int) -> bool:
+        """Hold the first min(n, limit) bytes; False when the budget cannot pay for them."""
+        n = min(n, self.limit)
+        have = len(self.data)
+        if n <= have:
+            return True
+        want = min(self.limit, max(n, 2 * have, PROBE_STEP)) - have
+        if not self.budget.spend(want):
+            return False
+        self.f.seek(self.base + have)
+        more = self.f.read(want)
+        self.data += more
+        if len(more) < want:  # the file shrank under us
+            self.limit = len(self.data)
+        return True
+
+
+def probe_next(f: BinaryIO, pos: int, size: int, file_size: int,
+               budget: ProbeBudget | None = None) -> int | None:
     """Position of the next entry after damage at `pos` whose CRC checks out and whose
-    successor frames (or which ends the file); None within the probe window."""
+    successor frames (or which ends the file); None within the probe window (or once the
+    scan's probe budget is spent)."""
+    if budget is None:
+        budget = ProbeBudget(file_size)
     if pos + 1 >= file_size:
         return None
     # the declared size is only a hint: try where it points first, without trusting it
     hint = pos + SIZE_LEN + size
-    if size >= MIN_MESSAGE_SIZE and hint < file_size and _frames_at(f, hint, file_size):
+    if size >= MIN_MESSAGE_SIZE and hint < file_size and _frames_at(f, hint, file_size, budget):
         return hint
-    f.seek(pos + 1)
-    data = f.read(PROBE_WINDOW + PROBE_MAX_ENTRY)
     base = pos + 1
-    room = len(data)
-    for m in _CANDIDATE.finditer(data, 0, PROBE_WINDOW + SIZE_LEN + 1):
-        q = m.start()
-        n = _plausible(data, q, room - q)
-        if n is None or not _valid_at(data, q, n):
-            continue
-        after = q + SIZE_LEN + n
-        if base + after == file_size:
-            return base + q
-        if after + SIZE_LEN + 1 > room:
-            return base + q  # its successor lies past what was read: the CRC has to do
-        if _plausible(data, after, file_size - base - after):
-            return base + q
+    w = _Window(f, base, min(PROBE_WINDOW + PROBE_MAX_ENTRY, file_size - base), budget)
+    room = w.limit
+    q_end = min(PROBE_WINDOW, room - SIZE_LEN) + 1  # candidates q < q_end (5 header bytes)
+    searched, step = 0, PROBE_STEP
+    while searched < q_end:
+        chunk_end = min(q_end, searched + step)
+        step *= 2
+        if not w.cover(chunk_end + SIZE_LEN):
+            return None
+        for m in _CANDIDATE.finditer(w.data, searched, chunk_end + SIZE_LEN):
+            q = m.start()
+            n = _plausible(w.data, q, room - q)
+            if n is None:
+                continue
+            after = q + SIZE_LEN + n
+            # the successor must frame, unless this entry ends the file or its successor
+            # lies past the window (then the CRC has to do); the cheap check goes first
+            if base + after != file_size and after + SIZE_LEN + 1 <= room:
+                if not w.cover(after + SIZE_LEN + 1):
+                    return None
+                if not _plausible(w.data, after, file_size - base - after):
+                    continue
+            if not w.cover(after) or not budget.spend(n):
+                return None
+            if _valid_at(w.data, q, n):
+                return base + q
+        searched = chunk_end
     return None
 
 
@@ -187,6 +247,7 @@ def iter_entries(path: Path, *, on_damage: DamageReporter | None = None, start: 
     try:
         file_size = os.fstat(f.fileno()).st_size
         r = _Reader(f, file_size, chunk)
+        budget = ProbeBudget(file_size)
         pos = start
         while pos < file_size:
             got = _check(r, pos, max_entry)
@@ -195,8 +256,12 @@ def iter_entries(path: Path, *, on_damage: DamageReporter | None = None, start: 
                 pos += SIZE_LEN + got.size
                 continue
             code, reason, size = got
-            nxt = probe_next(f, pos, size, file_size)
-            if nxt is None:
+            nxt = probe_next(f, pos, size, file_size, budget)
+            if nxt is None and budget.spent_out:
+                code = "unsearched"
+                reason += ("; the search for a valid entry after it stopped, its work cap "
+                           "spent: what follows is unchecked")
+            elif nxt is None:
                 if code == "size-past-end":
                     code = "torn-tail"
                     reason += " (the tail of an append that did not finish)"

@@ -25,10 +25,10 @@ from pathlib import Path
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.checkpoint import format_leader_epochs, parse_leader_epochs
 from kafkalog_cli.codec.entry import Batch, decode_entry
-from kafkalog_cli.codec.layout import INT32_MAX
+from kafkalog_cli.codec.layout import INT32_MAX, INT64_MAX
 from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
-from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError
-from kafkalog_cli.storage import naming
+from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
+from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir, scan_partition
@@ -53,9 +53,10 @@ class _Active:
     def __init__(self, directory: Path, base: int, cfg: LogConfig, now_ms: int) -> None:
         self.base = base
         self.dir = directory
+        self.root = directory.parent  # the log dir every write stays in
         self.cfg = cfg
         self.created_ms = now_ms
-        self.log = open(self._p(naming.LOG), "ab")  # noqa: SIM115 - open until finish()
+        self.log = safety.open_file(self._p(naming.LOG), self.root, "append")
         self.size = self.log.tell()
         self.max_offset_entries = cfg.segment_index_bytes // ie.OFFSET_ENTRY.size
         self.max_time_entries = cfg.segment_index_bytes // ie.TIME_ENTRY.size
@@ -74,7 +75,7 @@ class _Active:
         """The live broker's active indexes: sparse files at their maximum size."""
         for suffix, n, entry in ((naming.INDEX, self.max_offset_entries, ie.OFFSET_ENTRY),
                                  (naming.TIMEINDEX, self.max_time_entries, ie.TIME_ENTRY)):
-            with open(self._p(suffix), "r+b" if self._p(suffix).exists() else "wb") as f:
+            with safety.open_file(self._p(suffix), self.root, "update") as f:
                 f.truncate(n * entry.size)
 
     def write_indexes(self, trimmed: bool) -> None:
@@ -83,14 +84,14 @@ class _Active:
         for suffix, data, entry, n in (
                 (naming.INDEX, oi, ie.OFFSET_ENTRY, self.max_offset_entries),
                 (naming.TIMEINDEX, ti, ie.TIME_ENTRY, self.max_time_entries)):
-            with open(self._p(suffix), "r+b" if self._p(suffix).exists() else "wb") as f:
+            with safety.open_file(self._p(suffix), self.root, "update") as f:
                 f.seek(0)
                 f.write(data)
                 f.truncate(len(data) if trimmed else n * entry.size)
                 if self.cfg.fsync:
                     os.fsync(f.fileno())
         if self.txn_entries:
-            with open(self._p(naming.TXNINDEX), "wb") as f:
+            with safety.open_file(self._p(naming.TXNINDEX), self.root, "replace") as f:
                 f.write(ie.encode_txn_entries(self.txn_entries))
 
     def time_maybe_append(self, ts: int, offset: int) -> None:
@@ -128,14 +129,27 @@ class PartitionWriter:
     rolls: int = 0
     _checked: tuple[PartitionDir, Rebuilt | None] | None = None
 
+    @property
+    def root(self) -> Path:
+        """The log dir, which no write may leave."""
+        return self.directory.parent
+
     def clock(self) -> int:
         return self.now_ms if self.now_ms is not None else int(time.time() * 1000)
 
-    def check(self) -> None:
-        """Refuse, changing nothing, a partition that cannot take appends: an interrupted
-        replacement, or an active segment that ends in damage. open() checks too; call
-        this first to do something before the first write once the checks pass."""
+    def check(self, records: int = 0) -> None:
+        """Refuse, changing nothing, a partition that cannot take appends: a topic name
+        or partition number Kafka refuses, an interrupted replacement, an active segment that
+        ends in damage, a partition dir that is a symlink or holds one, or a log end offset
+        with no room for `records` more offsets. open() checks too; call this first to do
+        something before the first write once the checks pass."""
+        why = naming.topic_name_error(self.topic)
+        if why is not None:
+            raise UsageError(why)
+        if not 0 <= self.partition <= INT32_MAX:
+            raise UsageError(f"partition {self.partition} is out of range [0, {INT32_MAX}]")
         d = self.directory
+        safety.refuse_links(d)
         part = scan_partition(d) if d.exists() else PartitionDir(d, None)
         part.refuse_if_interrupted()
         r = None
@@ -145,6 +159,11 @@ class PartitionWriter:
             if r.stop is not None or r.truncated:
                 raise KafkalogError(f"{seg.log_path}:{r.valid_bytes}: the active segment ends "
                                     "in damage; run `kafkalog recover` first")
+            end = r.next_offset if r.next_offset is not None else seg.base_offset
+            if records > INT64_MAX - end:  # the log end offset after them is an INT64 too
+                raise UsageError(f"{d}: the log end offset {end} leaves room for "
+                                 f"{INT64_MAX - end} more records (offsets are INT64), "
+                                 f"not {records}")
         self._checked = (part, r)
 
     def open(self) -> PartitionWriter:
@@ -155,7 +174,8 @@ class PartitionWriter:
         self._checked = None  # a later open() looks again
         d = self.directory
         if not d.exists():
-            d.mkdir(parents=True)
+            d.parent.mkdir(parents=True, exist_ok=True)  # the log dir itself
+            safety.mkdir(d, d.parent)
             if self.cfg.fsync:
                 fsync_dir(d.parent)
         self._write_partition_metadata()
@@ -180,7 +200,7 @@ class PartitionWriter:
             a.offset_entries = r.offset_entries
             a.time_entries = r.time_entries
         txn_index = seg.txn_index()  # None unless seg.has_txnindex
-        a.txn_entries = txn_index.entries if txn_index is not None else []
+        a.txn_entries = list(txn_index.entries) if txn_index is not None else []
         a.max_ts, a.max_ts_offset = r.max_timestamp, r.offset_of_max_timestamp
         for _pos, b in seg.batches(0, None):
             a.rolling_ts = b.max_timestamp
@@ -223,7 +243,8 @@ class PartitionWriter:
         import uuid
 
         tid = self.topic_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        atomic_write(p, f"version: 0\ntopic_id: {tid}".encode(), fsync=self.cfg.fsync)
+        atomic_write(p, f"version: 0\ntopic_id: {tid}".encode(), root=self.root,
+                     fsync=self.cfg.fsync)
 
     # -- appending ----------------------------------------------------------------------
     def should_roll(self, b: Batch, size: int) -> bool:
@@ -294,7 +315,7 @@ class PartitionWriter:
         for suffix in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
             p = self.directory / naming.segment_file_name(new_base, suffix)
             if p.exists() and new_base != a.base:
-                p.unlink()
+                safety.unlink(p, self.root)
         self.active = _Active(self.directory, new_base, self.cfg, self.clock())
         self.active.preallocate()
         self.rolls += 1
@@ -303,7 +324,8 @@ class PartitionWriter:
         if offset <= self.last_snapshot:
             return
         p = self.directory / naming.segment_file_name(offset, naming.SNAPSHOT)
-        atomic_write(p, encode_snapshot(self.state.snapshot_entries()), fsync=self.cfg.fsync)
+        atomic_write(p, encode_snapshot(self.state.snapshot_entries()),
+                     root=self.root, fsync=self.cfg.fsync)
         self.last_snapshot = offset
 
     def close(self) -> None:
@@ -313,11 +335,14 @@ class PartitionWriter:
             return
         a.finish()
         self._snapshot(self.next_offset)
+        root = self.root
         if self.epochs:
             atomic_write(self.directory / naming.LEADER_EPOCH,
-                         format_leader_epochs(self.epochs).encode(), fsync=self.cfg.fsync)
+                         format_leader_epochs(self.epochs).encode(), root=root,
+                         fsync=self.cfg.fsync)
         elif not (self.directory / naming.LEADER_EPOCH).exists():
-            atomic_write(self.directory / naming.LEADER_EPOCH, b"0\n0\n", fsync=self.cfg.fsync)
+            atomic_write(self.directory / naming.LEADER_EPOCH, b"0\n0\n", root=root,
+                         fsync=self.cfg.fsync)
         if self.cfg.fsync:
             fsync_dir(self.directory)
         self.active = None

@@ -17,3 +17,54 @@ def run(*args: object, stdin: bytes = b"") -> Result:
     p = subprocess.run([sys.executable, "-m", "kafkalog_cli", *map(str, args)], input=stdin,
                        capture_output=True, timeout=300)
     return Result(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"))
+
+
+def run_on_tty(*args: object, columns: int = 120, stdout_tty: bool = True,
+               env: dict[str, str] | None = None) -> Result:
+    """Run the CLI with stderr (and stdout, unless `stdout_tty` is false: then a pipe) on
+    pseudo-terminals `columns` wide, as from an interactive shell; collect what each got."""
+    import os
+    import pty
+    import select
+    import struct
+    from fcntl import ioctl
+    from termios import TIOCSWINSZ
+
+    ptys = [pty.openpty() for _ in range(2 if stdout_tty else 1)]
+    for _master, slave in ptys:
+        ioctl(slave, TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    full_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    p = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", *map(str, args)],
+                         stdin=subprocess.DEVNULL, env={**full_env, **(env or {})},
+                         stdout=ptys[1][1] if stdout_tty else subprocess.PIPE,
+                         stderr=ptys[0][1])
+    for _master, slave in ptys:
+        os.close(slave)
+    got: dict[int, list[bytes]] = {m: [] for m, _ in ptys}
+    if p.stdout is not None:
+        got[p.stdout.fileno()] = []
+    open_fds = set(got)
+    while open_fds:
+        ready = select.select(list(open_fds), [], [], 300)[0]
+        if not ready:  # hung: end it, and let the caller's assertions see what came
+            p.kill()
+            break
+        for fd in ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:  # EIO: the pty's other side is closed
+                data = b""
+            if data:
+                got[fd].append(data)
+            else:
+                open_fds.discard(fd)
+    p.wait(timeout=300)
+    for m, _ in ptys:
+        os.close(m)
+    err = b"".join(got[ptys[0][0]])
+    out = b"".join(got[ptys[1][0]] if stdout_tty else got[p.stdout.fileno()])
+    if p.stdout is not None:
+        p.stdout.close()
+    # a pty turns \n into \r\n
+    return Result(p.returncode, out.replace(b"\r\n", b"\n"),
+                  err.replace(b"\r\n", b"\n").decode("utf-8", "replace"))

@@ -35,8 +35,6 @@ def test_every_command_help_has_a_summary_line_and_examples(name):
 
 
 @pytest.mark.parametrize("args", [
-    ["dump", "/nonexistent/path"],
-    ["verify", "/nonexistent"],
     ["dump", "--format", "xml", "."],
     ["verify", "--no-such-option", "."],
     ["dump"],
@@ -47,6 +45,15 @@ def test_usage_errors_are_one_line_and_exit_16(args):
     assert r.code == 16
     assert "Traceback" not in r.err
     assert r.err.strip().splitlines()[-1].startswith("kafkalog: error: ")
+
+
+@pytest.mark.parametrize("args", [["dump", "/nonexistent/path"], ["verify", "/nonexistent"]])
+def test_a_missing_path_is_one_line_and_exit_8(args):
+    # fsck(8): what cannot be opened is an operational error
+    r = run(*args)
+    assert r.code == 8 and r.out == b""
+    assert "Traceback" not in r.err
+    assert r.err.strip().splitlines() == [f"kafkalog: error: {args[1]}: no such file or directory"]
 
 
 def test_not_a_log_dir_is_a_usage_error(tmp_path):

@@ -46,7 +46,7 @@ def test_source_scripts_are_generated(shell):
 def test_subcommands_and_choices():
     assert ("plain", "txn") in complete("kafkalog t", 1)
     assert complete("kafkalog dump --decode ", 3) == [
-        ("plain", v) for v in ("auto", "none", "offsets", "transactions", "metadata")]
+        ("plain", v) for v in ("auto", "none", "offsets", "transactions", "share", "metadata")]
 
 
 def test_paths_complete_as_files_and_log_dirs_as_directories():

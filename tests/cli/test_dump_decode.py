@@ -1,8 +1,10 @@
 """`dump --decode`: internal-topic records as JSON in text and json rows, on the real corpus;
 a record that does not decode shows an error and the dump goes on."""
 
+import base64
 import json
 import shutil
+import struct
 
 from tests.cli.run import run
 from tests.conftest import CORPUS
@@ -97,15 +99,69 @@ def test_cluster_metadata_records_and_snapshot_control_records():
     types = {json.loads(p)["type"] for p in payloads}
     assert {"TOPIC_RECORD", "PARTITION_RECORD", "FEATURE_LEVEL_RECORD",
             "REGISTER_BROKER_RECORD"} <= types
+    # text prints what Kafka 4's kafka-dump-log prints; JSON adds the record's name and more
     topic = next(json.loads(p) for p in payloads if json.loads(p)["type"] == "TOPIC_RECORD")
-    assert set(topic["data"]) == {"name", "topicId"} and topic["name"] == "TopicRecord"
+    assert set(topic) == {"type", "version", "data"} and set(topic["data"]) == {"name",
+                                                                                 "topicId"}
+    row = next(r for r in jsonl(cp, "--records", "--no-batches")
+               if r.get("decoded", {}).get("value", {}).get("type") == "TOPIC_RECORD")
+    assert (row["decoded"]["value"]["name"], row["decoded"]["value"]["apiKey"],
+            row["decoded"]["value"]["frameVersion"]) == ("TopicRecord", 2, 1)
 
 
-def test_leader_change_keeps_kafka_dump_logs_control_type():
+def test_leader_change_prints_its_payload_as_kafka_4_does():
     r = run("dump", CORPUS / "ldi-poc-kraft" / "__cluster_metadata-0", "--records",
             "--to-offset", "0")
     line = next(ln for ln in r.text.splitlines() if ln.startswith("| offset: 0 "))
-    assert " controlType: LEADER_CHANGE(2) LeaderChange {\"version\":0,\"leaderId\":1," in line
+    assert line.endswith(' headerKeys: [] LeaderChange: {"version":0,"leaderId":1,"voters":'
+                         '[{"voterId":1}],"grantingVoters":[{"voterId":1}]}')
+    # kafka-dump-log decodes control records with or without a decoder; so does kafkalog
     r = run("dump", CORPUS / "ldi-poc-kraft" / "__cluster_metadata-0", "--records",
             "--to-offset", "0", "--decode", "none")
-    assert r.text.splitlines()[-1].endswith(" controlType: LEADER_CHANGE(2)")
+    assert r.text.splitlines()[-1] == line
+
+
+def share_state_dir(tmp_path):
+    """A `__share_group_state-0` partition: a snapshot, an update and a tombstone."""
+    tid = bytes(range(16))
+    key = struct.pack(">h", 0) + struct.pack(">h", 2) + b"sg" + tid + struct.pack(">i", 3)
+    batch = struct.pack(">qqbh", 100, 110, 2, 1) + b"\x00"
+    snapshot = struct.pack(">hiiiqqq", 0, 1, 2, 3, 100, 5, 6) + b"\x02" + batch + \
+        b"\x01\x00\x04" + struct.pack(">i", 9)  # tag 0 DeliveryCompleteCount = 9
+    update_key = struct.pack(">h", 1) + key[2:]
+    update = struct.pack(">hiiq", 0, 1, 3, 120) + b"\x01" + b"\x00"
+    rows = [(key, snapshot), (update_key, update), (update_key, None)]
+    lines = "".join(json.dumps({"key": base64.b64encode(k).decode(),
+                                "value": v and base64.b64encode(v).decode()}) + "\n"
+                    for k, v in rows)
+    r = run("append", tmp_path / "ld", "--create", "--topic", "__share_group_state", "--partition",
+            "0",
+            "--payload", "base64", stdin=lines.encode())
+    assert r.code == 0, r.err
+    return tmp_path / "ld" / "__share_group_state-0"
+
+
+def test_share_group_state_is_decoded_by_topic_and_keys_never_print_raw(tmp_path):
+    part = share_state_dir(tmp_path)
+    rows = jsonl(part, "--records", "--no-batches")
+    assert [r["decoded"]["key"]["type"] for r in rows] == ["0", "1", "1"]
+    assert rows[0]["decoded"]["key"]["data"] == {"groupId": "sg",
+                                                 "topicId": "AAECAwQFBgcICQoLDA0ODw",
+                                                 "partition": 3}
+    assert rows[0]["decoded"]["value"]["data"]["deliveryCompleteCount"] == 9
+    assert rows[1]["decoded"]["value"]["data"]["stateBatches"] == []
+    assert rows[2]["decoded"]["value"] is None
+    r = run("dump", part, "--print-data", "--no-batches")
+    assert r.code == 0, r.err
+    recs = [ln for ln in r.text.splitlines() if ln.startswith("| offset:")]
+    assert len(recs) == 3 and "\x00" not in r.text
+    assert recs[0].endswith(
+        ' key: {"type":"0","data":{"groupId":"sg","topicId":"AAECAwQFBgcICQoLDA0ODw",'
+        '"partition":3}} payload: {"version":"0","data":{"snapshotEpoch":1,"stateEpoch":2,'
+        '"leaderEpoch":3,"startOffset":100,"deliveryCompleteCount":9,"createTimestamp":5,'
+        '"writeTimestamp":6,"stateBatches":[{"firstOffset":100,"lastOffset":110,'
+        '"deliveryState":2,"deliveryCount":1}]}}')
+    assert recs[2].endswith(' payload: <DELETE>')
+    # forced on another topic's data it reports errors and goes on
+    r = run("dump", LEGACY / "__consumer_offsets-7", "--decode", "share", "--no-batches")
+    assert r.code == 0 and r.text.count(", skipping. ") == 11

@@ -24,12 +24,29 @@ def check(r, codes):
         assert last.startswith("kafkalog: error: "), r.err
 
 
-@pytest.mark.parametrize("cmd", [*PATH_COMMANDS, "find-by-time"])
-def test_missing_path(tmp_path, cmd):
-    extra = ["-t", "0"] if cmd == "find-by-time" else []
-    r = run(cmd, tmp_path / "nope", *extra)
-    check(r, {USAGE})
-    assert "no such file or directory" in r.err
+@pytest.mark.parametrize("cmd", [*PATH_COMMANDS, "find-by-time", "txn", "migrate"])
+@pytest.mark.parametrize("how", ["missing", "dangling symlink"])
+def test_missing_path(tmp_path, cmd, how):
+    # fsck(8) treats what it cannot open as an operational error: 8, not 16 (usage)
+    nope = tmp_path / "nope"
+    if how == "dangling symlink":
+        nope.symlink_to(tmp_path / "gone")
+    extra = {"find-by-time": ["-t", "0"], "migrate": [tmp_path / "out"]}.get(cmd, [])
+    r = run(cmd, nope, *extra)
+    check(r, {OPERATIONAL})
+    assert f"{nope}: no such file or directory" in r.err and r.out == b""
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("cmd", "names"), [("info", ["README.md", "notes.log"]),
+                                             ("dump", ["README.md"])])  # dump reads any .log
+def test_a_file_that_holds_no_kafka_data_is_refused_before_any_output(tmp_path, cmd, names):
+    # info printed an empty table and exited 0; dump printed "Dumping README.md" first
+    for name in names:
+        (tmp_path / name).write_text("not kafka\n")
+        r = run(cmd, tmp_path / name)
+        check(r, {USAGE})
+        assert r.out == b"" and str(tmp_path / name) in r.err
 
 
 @pytest.mark.parametrize("cmd", [*PATH_COMMANDS, "find-by-time"])
@@ -104,10 +121,12 @@ def test_a_fifo_at_the_log_dir_root_is_never_read(sample, name, args):
     (["append", "{p}", "--topic", "t", "--partition", "0", "--transactional"], USAGE),
     (["append", "{p}", "--topic", "t", "--partition", "0", "--magic", "0", "--codec", "zstd"],
      USAGE),
-    (["append", "{p}", "--topic", "t", "--partition", "0", "--input", "/nonexistent"], USAGE),
+    (["append", "{p}", "--topic", "t", "--partition", "0", "--input", "/nonexistent"],
+     OPERATIONAL),  # a file that cannot be opened, as a missing PATH
     (["append", "{p}/demo-0", "--topic", "demo", "--partition", "0"], USAGE),  # not a log dir
     (["recover", "{p}", "--quarantine", "/tmp/q", "--no-quarantine"], USAGE),
-    (["retain", "{p}", "--topic-config", "/nonexistent.json"], USAGE),
+    (["retain", "{p}", "--topic-config", "/nonexistent.json"], OPERATIONAL),
+    (["retain", "{p}", "--topic-config", "{p}/meta.properties"], USAGE),  # not JSON
     (["compact", "{p}"], USAGE),  # a log dir without --topic/--all
     (["compact", "{p}", "--min-cleanable-ratio", "2"], USAGE),
     (["generate", "{p}"], USAGE),  # exists, no --force
@@ -124,11 +143,13 @@ def test_bad_append_input_writes_nothing(tmp_path):
     for bad in (b'{"value": "ok"}\nnot json\n', b'{"key": 5}\n', b'[1, 2]\n',
                 b'{"value": "x", "timestamp": "noon"}\n',
                 b'{"value": "x", "headers": [{"value": "no key"}]}\n'):
-        r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "0", stdin=bad)
+        r = run("append", tmp_path / "ld", "--create", "--topic", "t", "--partition", "0",
+                stdin=bad)
         check(r, {USAGE})
         assert ":1:" in r.err or ":2:" in r.err  # names the line
         assert not (tmp_path / "ld").exists()
-    r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "0", "--payload", "base64",
+    r = run("append", tmp_path / "ld", "--create", "--topic", "t", "--partition", "0", "--payload",
+            "base64",
             stdin=b'{"value": "***"}\n')
     check(r, {USAGE})
 

@@ -69,7 +69,7 @@ def test_command_page_sections(generated, name):
 
 def test_dump_page_content(generated):
     text = (generated / "kafkalog-dump.1").read_text()
-    assert "\\-\\-decode [auto|none|offsets|transactions|metadata]" in text
+    assert "\\-\\-decode [auto|none|offsets|transactions|share|metadata]" in text
     examples = text.split(".SH EXAMPLES", 1)[1].split(".SH", 1)[0]
     assert "kafkalog dump /var/lib/kafka/orders\\-0" in examples
     assert "Exit codes: 0 all read" in text.split(".SH EXIT STATUS", 1)[1]

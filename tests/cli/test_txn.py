@@ -17,7 +17,7 @@ def append(ld, *extra, n=2, now=T0, topic="t", partition=0, tmp=None):
     src = (tmp or ld.parent) / "recs.jsonl"
     src.write_text("".join(json.dumps({"key": f"k{i}", "value": f"v{i}"}) + "\n"
                            for i in range(n)))
-    r = run("append", ld, "--topic", topic, "--partition", partition, "--input", src,
+    r = run("append", ld, "--create", "--topic", topic, "--partition", partition, "--input", src,
             "--now", now, *extra)
     assert r.code == 0, r.err
 

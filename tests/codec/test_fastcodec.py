@@ -2,6 +2,8 @@
 
 `batch_v2.decode_records_pure` is the specification: on any input both must return equal
 records (every slot, with the same types) or both raise CorruptBatch (same reason and pos).
+The same holds for the streaming `iter_records` (the records up to a malformed one, then its
+CorruptBatch) and for `check_records` (that CorruptBatch, or nothing).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.codec import batch_v2
 from kafkalog_cli.codec.batch_v2 import (
+    EAGER_RECORDS,
     RecordBatch,
+    check_records_pure,
     decode_records_pure,
     encode_batch,
     encode_record,
+    iter_records_pure,
 )
 from kafkalog_cli.codec.model import Record
 from kafkalog_cli.errors import CorruptBatch
@@ -68,11 +73,46 @@ def _outcome(fn, *args):
     return ("ok", [tuple(_typed(getattr(r, s)) for s in SLOTS) for r in records])
 
 
+def _error(exc):
+    return ("CorruptBatch", type(exc), exc.reason, exc.pos)
+
+
+def _stream_outcome(fn, *args):
+    """The records an iterator gives before it raises, and the CorruptBatch (or None)."""
+    it = fn(*args)
+    got = []
+    try:
+        for r in it:
+            assert type(r) is Record
+            got.append(tuple(_typed(getattr(r, s)) for s in SLOTS))
+    except CorruptBatch as exc:
+        assert next(it, None) is None  # nothing more after the error, as a generator
+        return got, _error(exc)
+    return got, None
+
+
+def _check_outcome(fn, *args):
+    try:
+        assert fn(*args) is None
+    except CorruptBatch as exc:
+        return _error(exc)
+    return None
+
+
 def _same(data, count, base_offset=0, base_timestamp=0, base_sequence=-1, lat=None):
     args = (data, count, base_offset, base_timestamp, base_sequence, lat)
     pure = _outcome(decode_records_pure, *args)
     fast = _outcome(fc.decode_records, *args)
     assert fast == pure
+    stream = _stream_outcome(iter_records_pure, *args)
+    assert _stream_outcome(fc.iter_records, *args) == stream
+    # the list is the whole stream, and check_records raises what the list raises
+    if pure[0] == "ok":
+        assert stream == (pure[1], None)
+    else:
+        assert stream[1] == pure
+    assert _check_outcome(fc.check_records, *args) == _check_outcome(check_records_pure, *args) \
+        == (None if pure[0] == "ok" else pure)
     return pure
 
 
@@ -175,6 +215,8 @@ def test_extension_is_built():
     if os.environ.get("KAFKALOG_PURE") != "1":
         assert batch_v2.ACCELERATED is True
         assert batch_v2.decode_records is fc.decode_records
+        assert batch_v2.check_records is fc.check_records
+        assert batch_v2.iter_records is fc.iter_records
 
 
 @needs_ext
@@ -187,6 +229,7 @@ def test_pure_path_forced_by_environment():
     code = ("from kafkalog_cli.codec import batch_v2 as b\n"
             "assert b.ACCELERATED is False\n"
             "assert b.decode_records is b.decode_records_pure\n"
+            "assert b.iter_records is b.iter_records_pure\n"
             "d = b.encode_batch([(3, 10, b'k', b'v', [('h', None)])])\n"
             "assert [r.offset for r in b.RecordBatch(d).records()] == [3]\n")
     env = dict(os.environ, KAFKALOG_PURE="1")
@@ -202,7 +245,7 @@ def test_record_batch_looks_the_decoder_up_at_call_time(monkeypatch):
         return decode_records_pure(*args)
 
     monkeypatch.setattr(batch_v2, "decode_records", spy)
-    recs = RecordBatch(data).records()
+    recs = list(RecordBatch(data).records())
     assert len(calls) == 1 and [r.offset for r in recs] == [7, 8]
 
 
@@ -246,7 +289,7 @@ def test_record_batch_end_to_end(recs, ts_type, base_sequence):
                         base_sequence=base_sequence,
                         producer_id=-1 if base_sequence < 0 else 9, producer_epoch=0)
     batch = RecordBatch(data)
-    fast = batch.records()
+    fast = list(batch.records())
     assert fast == decode_records_pure(batch.records_bytes(), batch.count, batch.base_offset,
                                        batch.base_timestamp, batch.base_sequence,
                                        batch.max_timestamp if ts_type else None)
@@ -377,3 +420,64 @@ def test_extreme_arguments(args, outcome):
     else:
         assert got[0] == "CorruptBatch" and got[2:] == outcome
     assert _same(data, 2**70, *args)[0] == "CorruptBatch"
+
+
+# -- a batch of many records streams them --------------------------------------------------
+
+@pytest.fixture(params=["compiled", "pure"])
+def decoder(request, monkeypatch):
+    """RecordBatch.records() on the compiled decoder (when built), then on the pure one."""
+    if request.param == "compiled":
+        if fc is None:
+            pytest.skip("compiled fastcodec not built")
+    else:
+        monkeypatch.setattr(batch_v2, "decode_records", batch_v2.decode_records_pure)
+        monkeypatch.setattr(batch_v2, "check_records", batch_v2.check_records_pure)
+        monkeypatch.setattr(batch_v2, "iter_records", batch_v2.iter_records_pure)
+    return request.param
+
+
+def _many(n: int, extra_count: int = 0) -> bytes:
+    data = bytearray(encode_batch([(i, 7, None, b"v", []) for i in range(n)]))
+    count_pos = len(data) - len(b"".join(encode_record(i, 0, None, b"v") for i in range(n))) - 4
+    data[count_pos:count_pos + 4] = (n + extra_count).to_bytes(4, "big")
+    return bytes(data)
+
+
+def test_a_big_batch_streams_its_records(decoder):
+    import tracemalloc
+
+    n = 4 * EAGER_RECORDS
+    batch = RecordBatch(_many(n))
+    section = len(batch.records_bytes())
+
+    def peak(consume) -> int:
+        tracemalloc.start()
+        try:
+            consume()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    seen = [0, -1]  # how many, the last offset
+
+    def stream() -> None:
+        for r in batch.records():
+            assert r.offset == seen[1] + 1
+            seen[0] += 1
+            seen[1] = r.offset
+
+    streaming = peak(stream)
+    assert seen == [n, n - 1]
+    whole = peak(lambda: batch_v2.decode_records(batch.records_bytes(), n, 0, 7, -1, None))
+    # a list holds n records (~100+ bytes each); the stream one record and the section
+    assert whole > n * 100
+    assert streaming < section + 64 * 1024, (streaming, whole)
+
+
+@pytest.mark.parametrize("n", [EAGER_RECORDS, EAGER_RECORDS + 1])
+def test_a_malformed_batch_raises_before_its_first_record(decoder, n):
+    batch = RecordBatch(_many(n, extra_count=1))  # claims one record more than it holds
+    with pytest.raises(CorruptBatch, match="premature end"):
+        batch.records()
+    assert [r.offset for r in RecordBatch(_many(n)).records()] == list(range(n))

@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import struct
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from kafka.protocol.consumer.metadata import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
 )
+from kafka.protocol.old.types import UUID as KpUUID
 from kafka.protocol.old.types import (
     Array,
     Boolean,
@@ -33,8 +35,9 @@ from kafka.protocol.old.types import (
 )
 
 from kafkalog_cli.codec.control import parse_control
-from kafkalog_cli.codec.internal import KINDS, groups, metadata, txnlog
+from kafkalog_cli.codec.internal import KINDS, TOPICS, groups, metadata, share, txnlog
 from kafkalog_cli.codec.internal.schema import (
+    Struct,
     UnknownRecordType,
     field,
     message,
@@ -130,7 +133,7 @@ def test_metadata_frame_unknown_type_and_version_keep_the_raw_bytes():
 
 
 def test_metadata_type_constants_follow_kafkas_snake_case():
-    assert {metadata.type_constant(s.name) for s, _ in metadata.RECORDS.values()} >= {
+    assert {metadata.type_constant(s.name) for s in metadata.RECORDS.values()} >= {
         "REGISTER_BROKER_RECORD", "NO_OP_RECORD", "ZK_MIGRATION_STATE_RECORD",
         "BROKER_REGISTRATION_CHANGE_RECORD", "PRODUCER_IDS_RECORD", "TOPIC_RECORD"}
     assert metadata.NAMES[5] == "PartitionChangeRecord"
@@ -295,6 +298,175 @@ def test_register_broker_record_v0_without_later_fields():
                    "features": [{"name": "metadata.version", "minSupportedVersion": 1,
                                  "maxSupportedVersion": 20}],
                    "rack": None, "fenced": True}
+
+
+# --- Kafka 4 records (KIP-848 consumer groups, KIP-932 share groups, KIP-1071 streams) ------
+
+TID = bytes(range(16))
+TID_TEXT = uuid_text(TID)
+
+
+def coordinator_key(record_type: int, *strings: str) -> bytes:
+    return Int16.encode(record_type) + b"".join(String().encode(x) for x in strings)
+
+
+def test_nullable_single_struct_has_a_marker_byte():
+    inner = Struct("E", (field("Host", "string"), field("Port", "uint16")))
+    s = message("M", field("A", inner, array=False, null="0+"), field("B", "int8"))
+    present = b"\x01" + CompactString().encode("h") + Int16.encode(-1) + b"\x00"
+    out, _ = read_struct(present + Int8.encode(5) + b"\x00", s, 0, versions("0+"))
+    assert out == {"a": {"host": "h", "port": 65535}, "b": 5}
+    out, _ = read_struct(b"\xff" + Int8.encode(5) + b"\x00", s, 0, versions("0+"))
+    assert out == {"a": None, "b": 5}
+    # not nullable: no marker
+    s = message("M", field("A", inner, array=False), field("B", "int8"))
+    out, _ = read_struct(present[1:] + Int8.encode(5) + b"\x00", s, 0, versions("0+"))
+    assert out == {"a": {"host": "h", "port": 65535}, "b": 5}
+
+
+def test_a_tagged_struct_at_its_empty_default_is_left_out():
+    """ClassicMemberMetadata's spec default is JSON null, i.e. none: `new X()`, which the
+    JsonConverter leaves out like any default; any other value, null included, is shown."""
+    key = coordinator_key(5, "g", "m")
+    head = Int16.encode(0) + CompactString().encode(None) + CompactString().encode(None) + \
+        CompactString().encode("c") + CompactString().encode("h") + \
+        CompactArray(CompactString()).encode(["t"]) + CompactString().encode(None) + \
+        Int32.encode(-1) + CompactString().encode(None)
+    empty = b"\x01" + Int32.encode(0) + CompactArray(Int8).encode([]) + b"\x00"
+    got = groups.decode(key, head + TaggedFields.encode({0: empty}))["value"]["data"]
+    assert "classicMemberMetadata" not in got and got["subscribedTopicNames"] == ["t"]
+    proto = CompactString().encode("range") + CompactBytes.encode(b"\x00\x01") + b"\x00"
+    meta = b"\x01" + Int32.encode(45000) + UnsignedVarInt32.encode(2) + proto + b"\x00"
+    got = groups.decode(key, head + TaggedFields.encode({0: meta}))["value"]["data"]
+    assert got["classicMemberMetadata"] == {
+        "sessionTimeoutMs": 45000, "supportedProtocols": [{"name": "range", "metadata": "AAE="}]}
+
+
+def test_consumer_group_tagged_fields_and_current_assignment_epochs():
+    got = groups.decode(coordinator_key(3, "g"), Int16.encode(0) + Int32.encode(4) +
+                        TaggedFields.encode({0: Int64.encode(99)}))
+    assert got == {"key": {"type": "3", "data": {"groupId": "g"}},
+                   "value": {"version": "0", "data": {"epoch": 4, "metadataHash": 99}}}
+    got = groups.decode(coordinator_key(6, "g"), Int16.encode(0) + Int32.encode(4) +
+                        TaggedFields.encode({0: Int64.encode(1700)}))["value"]["data"]
+    assert got == {"assignmentEpoch": 4, "assignmentTimestamp": 1700}
+    parts = CompactArray(Int32)
+    tp = TID + parts.encode([0, 1])
+    value = Int16.encode(0) + Int32.encode(5) + Int32.encode(4) + Int8.encode(0) + \
+        UnsignedVarInt32.encode(2) + tp + TaggedFields.encode({0: parts.encode([5, 5])}) + \
+        UnsignedVarInt32.encode(2) + tp + TaggedFields.encode({0: parts.encode(None)}) + b"\x00"
+    got = groups.decode(coordinator_key(8, "g", "m"), value)["value"]["data"]
+    assert got["assignedPartitions"] == [{"topicId": TID_TEXT, "partitions": [0, 1],
+                                          "assignmentEpochs": [5, 5]}]
+    # absent reads as [] (its default); a written null is shown
+    assert got["partitionsPendingRevocation"] == [{"topicId": TID_TEXT, "partitions": [0, 1],
+                                                   "assignmentEpochs": None}]
+
+
+def test_offset_commit_v4_topic_id():
+    key = coordinator_key(1, "g", "t") + Int32.encode(0)
+    value = Int16.encode(4) + Int64.encode(10) + Int32.encode(3) + CompactString().encode("m") + \
+        Int64.encode(1000)
+    got = groups.decode(key, value + TaggedFields.encode({0: TID}))["value"]["data"]
+    assert got == {"offset": 10, "leaderEpoch": 3, "metadata": "m", "commitTimestamp": 1000,
+                   "topicId": TID_TEXT}
+    assert "topicId" not in groups.decode(key, value + b"\x00")["value"]["data"]
+
+
+def test_share_group_records_in_consumer_offsets_and_retired_types():
+    got = groups.decode(coordinator_key(11, "sg"), Int16.encode(0) + Int32.encode(5) +
+                        Int64.encode(77) + b"\x00")
+    assert got["value"] == {"version": "0", "data": {"epoch": 5, "metadataHash": 77}}
+    value = Int16.encode(0) + UnsignedVarInt32.encode(2) + TID + CompactString().encode("t") + \
+        CompactArray(Int32).encode([0]) + b"\x00" + b"\x01" + b"\x01" + b"\x00"
+    got = groups.decode(coordinator_key(15, "sg"), value)["value"]["data"]
+    assert got == {"initializingTopics": [{"topicId": TID_TEXT, "topicName": "t",
+                                           "partitions": [0]}],
+                   "initializedTopics": [], "deletingTopics": []}
+    for retired in (9, 18):  # early share/streams records, unknown to Kafka 4.3
+        with pytest.raises(UnknownRecordType, match=f"Unknown record type {retired}"):
+            groups.decode(coordinator_key(retired, "g"), None)
+
+
+def test_streams_group_member_with_and_without_user_endpoint():
+    head = Int16.encode(0) + CompactString().encode(None) + CompactString().encode("r") + \
+        CompactString().encode("c") + CompactString().encode("h") + Int32.encode(-1) + \
+        Int32.encode(2) + CompactString().encode("p")
+    tags = UnsignedVarInt32.encode(2) + CompactString().encode("k") + \
+        CompactString().encode("v") + b"\x00" + b"\x00"
+    endpoint = b"\x01" + CompactString().encode("app") + Int16.encode(8080) + b"\x00"
+    key = coordinator_key(19, "app", "m1")
+    got = groups.decode(key, head + endpoint + tags)
+    assert got["key"] == {"type": "19", "data": {"groupId": "app", "memberId": "m1"}}
+    d = got["value"]["data"]
+    assert d["userEndpoint"] == {"host": "app", "port": 8080}
+    assert d["clientTags"] == [{"key": "k", "value": "v"}] and d["processId"] == "p"
+    assert groups.decode(key, head + b"\xff" + tags)["value"]["data"]["userEndpoint"] is None
+
+
+def share_value(snapshot: bool, complete: int | None) -> bytes:
+    batch = Int64.encode(100) + Int64.encode(110) + Int8.encode(2) + Int16.encode(1) + b"\x00"
+    body = Int32.encode(1) + (Int32.encode(2) if snapshot else b"") + Int32.encode(3) + \
+        Int64.encode(100) + (Int64.encode(5) + Int64.encode(6) if snapshot else b"") + \
+        UnsignedVarInt32.encode(2) + batch
+    tags = {} if complete is None else {0: Int32.encode(complete)}
+    return Int16.encode(0) + body + TaggedFields.encode(tags)
+
+
+def test_share_group_state_snapshot_update_and_tombstone():
+    key = Int16.encode(0) + String().encode("sg") + TID + Int32.encode(3)
+    want_key = {"type": "0", "data": {"groupId": "sg", "topicId": TID_TEXT, "partition": 3}}
+    batch = {"firstOffset": 100, "lastOffset": 110, "deliveryState": 2, "deliveryCount": 1}
+    got = share.decode(key, share_value(True, 9))
+    assert got == {"key": want_key, "value": {"version": "0", "data": {
+        "snapshotEpoch": 1, "stateEpoch": 2, "leaderEpoch": 3, "startOffset": 100,
+        "deliveryCompleteCount": 9, "createTimestamp": 5, "writeTimestamp": 6,
+        "stateBatches": [batch]}}}
+    assert "deliveryCompleteCount" not in share.decode(key, share_value(True, -1))["value"]["data"]
+    update_key = Int16.encode(1) + key[2:]
+    got = share.decode(update_key, share_value(False, None))
+    assert got["key"]["type"] == "1" and got["value"]["data"] == {
+        "snapshotEpoch": 1, "leaderEpoch": 3, "startOffset": 100, "stateBatches": [batch]}
+    assert share.decode(update_key, None)["value"] is None
+    with pytest.raises(UnknownRecordType, match="Unknown record type 2"):
+        share.decode(Int16.encode(2) + key[2:], None)
+    assert TOPICS["__share_group_state"] == "share" and KINDS["share"] is share.decode
+
+
+def test_transaction_log_value_next_producer_epoch():
+    body = Int64.encode(42) + Int16.encode(3) + Int32.encode(60000) + Int8.encode(2) + \
+        UnsignedVarInt32.encode(1) + Int64.encode(111) + Int64.encode(100)
+    key = Int16.encode(0) + String().encode("tx")
+    got = txnlog.decode(key, Int16.encode(1) + body + TaggedFields.encode(
+        {1: Int64.encode(43), 3: Int16.encode(0)}))["value"]["data"]
+    assert list(got)[:5] == ["producerId", "nextProducerId", "producerEpoch",
+                             "nextProducerEpoch", "transactionTimeoutMs"]
+    assert (got["nextProducerId"], got["nextProducerEpoch"], got["transactionState"]) == (
+        43, 0, "PrepareCommit")
+
+
+def test_register_broker_v4_clear_elr_and_unregister_controller():
+    ep = CompactArray(("n", CompactString()), ("h", CompactString()), ("p", Int16),
+                      ("sp", Int16), ("t", TaggedFields))
+    body = Int32.encode(1) + Boolean.encode(False) + TID + Int64.encode(9) + \
+        ep.encode([("PLAINTEXT", "h1", 9092, 0, {})]) + UnsignedVarInt32.encode(1) + \
+        CompactString().encode("r1") + Boolean.encode(False) + Boolean.encode(False) + \
+        TaggedFields.encode({0: CompactArray(KpUUID).encode([uuid.UUID(bytes=TID)]),
+                             1: CompactArray(KpUUID).encode([uuid.UUID(bytes=TID)])})
+    got = metadata.decode(None, bytes([1, 0, 4]) + body)["value"]
+    assert got["version"] == 4 and got["data"]["logDirs"] == [TID_TEXT]
+    assert got["data"]["cordonedLogDirs"] == [TID_TEXT]
+    got = metadata.decode(None, bytes([1, 28, 0]) + CompactString().encode("t1") + b"\x00")
+    assert got["value"]["type"] == "CLEAR_ELR_RECORD" and got["value"]["data"] == {
+        "topicName": "t1"}
+    got = metadata.decode(None, bytes([1, 29, 0]) + Int32.encode(3000) + b"\x00")
+    assert got["value"]["type"] == "UNREGISTER_CONTROLLER_RECORD"
+    assert got["value"]["data"] == {"controllerId": 3000}
+    change = Int32.encode(1) + Int64.encode(5) + TaggedFields.encode(
+        {3: CompactArray(KpUUID).encode([])})
+    got = metadata.decode(None, bytes([1, 17, 3]) + change)["value"]["data"]
+    # its default is null: an empty list is news (a cordon lifted)
+    assert got == {"brokerId": 1, "brokerEpoch": 5, "cordonedLogDirs": []}
 
 
 # --- the real corpus -------------------------------------------------------------------

@@ -234,7 +234,8 @@ def _batches(pdir):
 
 def test_last_batch_of_a_live_producer_stays_as_an_empty_batch(tmp_path):
     ld = tmp_path / "ld"
-    common = ["--topic", "t", "--partition", "0", "--segment-bytes", "2000", "--now", str(NOW)]
+    common = ["--create", "--topic", "t", "--partition", "0", "--segment-bytes", "2000",
+              "--now", str(NOW)]
     # producer 7 writes key k once; later plain records overwrite k, so 7's batch empties
     assert run("append", ld, *common, "--producer-id", "7", "--base-sequence", "40",
                stdin=b'{"key": "k", "value": "from-7"}\n').code == 0
@@ -256,7 +257,8 @@ def test_last_batch_of_a_live_producer_stays_as_an_empty_batch(tmp_path):
 
 def test_an_aborted_transaction_goes_data_first_then_its_marker_after_the_horizon(tmp_path):
     ld = tmp_path / "ld"
-    common = ["--topic", "t", "--partition", "0", "--segment-bytes", "2000", "--now", str(NOW)]
+    common = ["--create", "--topic", "t", "--partition", "0", "--segment-bytes", "2000",
+              "--now", str(NOW)]
     assert run("append", ld, *common, "--producer-id", "9", "--transactional", "--end-txn",
                "abort", stdin=b'{"key": "a", "value": "1"}\n{"key": "b", "value": "2"}\n').code == 0
     filler = "".join(json.dumps({"key": f"f{i}", "value": "v" * 80}) + "\n"

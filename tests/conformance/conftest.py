@@ -29,16 +29,27 @@ def _missing_reason() -> str | None:
                 f"run `make kafka-ref`)")
 
 
+def _kafka4_missing_reason() -> str | None:
+    try:
+        kafka_ref.kafka4_info()
+        return None
+    except kafka_ref.KafkaRefMissing as e:
+        return (f"{e}\n(the tests marked kafka4 need Kafka 4 in the reference: "
+                f"run `make kafka-ref`)")
+
+
 def pytest_collection_modifyitems(config, items):
     missing = _missing_reason()
+    kafka4_missing = None if missing else _kafka4_missing_reason()
     for item in items:
         if HERE not in Path(str(item.fspath)).resolve().parents:
             continue
         item.add_marker(pytest.mark.conformance)
-        if missing:
+        reason = missing or (kafka4_missing if item.get_closest_marker("kafka4") else None)
+        if reason:
             # Without .kafka-ref every test FAILS (not errors in a fixture, never skips):
             # no fixture is set up, the test body is replaced by the failure.
-            def fail(_reason=missing):
+            def fail(_reason=reason):
                 pytest.fail(_reason, pytrace=False)
             item.setup = lambda: None
             item.runtest = fail

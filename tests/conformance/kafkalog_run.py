@@ -199,7 +199,8 @@ def record_diffs(ref: dict, ours: dict, batch_is_control: bool) -> list[str]:
                            f"{ref['coordinatorEpoch']}")
         elif "controlType" in ref:
             want = {"SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_FOOTER",
-                    "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}.get(
+                    "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS",
+                    "LeaderChange": "LEADER_CHANGE"}.get(
                         ref["controlType"], ref["controlType"])
             if ctl.get("type") != want:
                 out.append(f"control.type={ctl.get('type')!r} but kafka-dump-log "

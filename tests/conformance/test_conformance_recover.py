@@ -270,7 +270,7 @@ def _kafkalog_recover(crashed) -> dict:
 def _doc(run):
     res, doc = run
     assert doc is not None, f"recover --format json printed no JSON\n{res.describe()}"
-    return {Path(p["partition"]).name: p for p in doc["partitions"]}
+    return {Path(p["path"]).name: p for p in doc["partitions"]}
 
 
 def test_broker_recovered_the_damage(crashed, broker_recovered):

@@ -103,8 +103,8 @@ def test_migrated_partition_reads_back_from_a_broker(migrated, stopped_broker):
     # the mapping: each 0.7 entry start -> the offset of its first message; end -> LEO
     rows = migrated["mapping"]
     firsts = {m["offset"]: m for m in want if m["innerIndex"] in (None, 0)}
-    assert [int(r["byte_offset"]) for r in rows[:-1]] == sorted(firsts)
+    assert [int(r["byteOffset"]) for r in rows[:-1]] == sorted(firsts)
     for r in rows[:-1]:
-        assert got[int(r["new_offset"])]["value"] == firsts[int(r["byte_offset"])]["payload"]
-    assert int(rows[-1]["new_offset"]) == N
-    assert int(rows[-1]["byte_offset"]) == want[-1]["nextOffset"]
+        assert got[int(r["newOffset"])]["value"] == firsts[int(r["byteOffset"])]["payload"]
+    assert int(rows[-1]["newOffset"]) == N
+    assert int(rows[-1]["byteOffset"]) == want[-1]["nextOffset"]

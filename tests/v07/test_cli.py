@@ -38,7 +38,7 @@ def clean(tmp_path_factory):
     return gen(tmp_path_factory.mktemp("v07") / "ld")
 
 
-def test_dump_json_offsets_are_byte_offsets(clean):
+def test_dump_json_offsets_are_byteOffsets(clean):
     r = run("dump", clean / "demo-0", "--records", "--format", "jsonl")
     assert r.code == 0, r.err
     rows = [json.loads(x) for x in r.out.splitlines()]
@@ -56,7 +56,7 @@ def test_dump_json_offsets_are_byte_offsets(clean):
     assert all(m["magic"] == 1 and m["isValid"] for m in msgs)
 
 
-def test_dump_filters_by_byte_offset_and_refuses_the_rest(clean):
+def test_dump_filters_by_byteOffset_and_refuses_the_rest(clean):
     segs = segments(clean / "demo-0")
     second = int(segs[1].name[:20])
     r = run("dump", clean / "demo-0", "--format", "jsonl", "--from-offset", second,
@@ -89,9 +89,10 @@ def test_info_and_find_by_time(clean):
     assert r.code == 0
     parts = json.loads(r.out)[0]["partitions"]
     ends = [sum(p.stat().st_size for p in segments(clean / f"demo-{i}")) for i in (0, 1)]
-    assert [(p["format"], p["end_offset"]) for p in parts] == [("0.7", ends[0]), ("0.7", ends[1])]
+    assert [(p["format"], p["logEndOffset"]) for p in parts] == [("0.7", ends[0]), ("0.7", ends[1])]
     r = run("find-by-time", clean, "-t", "earliest")
-    assert r.code == 0 and r.text.splitlines() == ["demo-0 - 0", "demo-1 - 0"]
+    assert r.code == 0 and r.text.splitlines() == ["demo-0 earliest: offset 0",
+                                                   "demo-1 earliest: offset 0"]
     r = run("find-by-time", clean, "-t", "max-timestamp")
     assert r.code == 16 and "carry no timestamp" in one_error_line(r)
 
@@ -123,7 +124,7 @@ def test_recover_torn_tail_then_nothing_to_do(tmp_path):
     r = run("recover", ld, "--quarantine", tmp_path / "q", "--format", "json")
     assert r.code == 1, r.err
     rep = json.loads(r.out)["partitions"]
-    assert [p["actions"][0]["bytes"] for p in rep][1] == [cut, len(before)]
+    assert [p["actions"][0]["positions"] for p in rep][1] == [cut, len(before)]
     assert newest.read_bytes() == before[:cut]
     saved = sorted((tmp_path / "q").rglob("*.bytes-*"))
     assert saved[-1].read_bytes() == before[cut:]
@@ -174,12 +175,12 @@ def test_crash_during_recover_is_finished_by_a_rerun(tmp_path, point):
     assert run("recover", ld).code == 0
 
 
-def test_migrate_maps_every_byte_offset(tmp_path, clean):
+def test_migrate_maps_every_byteOffset(tmp_path, clean):
     out = tmp_path / "new"
     r = run("migrate", clean, out)
     assert r.code == 0, r.err
     rows = list(csv.reader(io.StringIO(r.text)))
-    assert rows[0] == ["topic", "partition", "byte_offset", "new_offset"]
+    assert rows[0] == ["topic", "partition", "byteOffset", "newOffset"]
     for p in (0, 1):
         mine = [(int(b), int(n)) for t, pp, b, n in rows[1:] if (t, pp) == ("demo", str(p))]
         starts = []
@@ -212,11 +213,11 @@ def test_migrate_wrapper_maps_to_its_first_inner_message(tmp_path, clean):
     assert r.code == 0 and r.out == b""
     rows = list(csv.DictReader((tmp_path / "map.csv").open()))
     assert {x["topic"] for x in rows} == {"renamed"}
-    assert rows[0]["new_offset"] == "1000" and rows[-1]["new_offset"] == "1240"
+    assert rows[0]["newOffset"] == "1000" and rows[-1]["newOffset"] == "1240"
     seg = segments(clean / "demo-0")[0]
     data = seg.read_bytes()
     (pos, n), = [(p, n) for p, n in positions(data) if data[p + 5] == 1][:1]  # first gzip
-    new = int(next(x for x in rows if int(x["byte_offset"]) == pos)["new_offset"])
+    new = int(next(x for x in rows if int(x["byteOffset"]) == pos)["newOffset"])
     d = run("dump", tmp_path / "new" / "renamed-0", "--records", "--format", "jsonl",
             "--from-offset", new, "--to-offset", new)
     rec = [json.loads(x) for x in d.out.splitlines() if b'"record"' in x]
@@ -252,7 +253,7 @@ def test_mixed_log_dir_is_reported_not_guessed(tmp_path, sample):
     codes = [f["code"] for f in json.loads(v.out)["findings"] if f["severity"] == "error"]
     assert v.code == 4 and "V07_MIXED_LOG_DIR" in codes
     r = run("recover", ld, "--format", "json")
-    rep = {p["partition"]: p for p in json.loads(r.out)["partitions"]}
+    rep = {p["path"]: p for p in json.loads(r.out)["partitions"]}
     assert r.code == 4  # the 0.8+ dir is a problem left; the 0.7 partitions were repaired
     assert rep[str(ld / "demo-5")]["problems"] and not rep[str(ld / "demo-5")]["actions"]
     assert rep[str(ld / "demo-0")]["actions"][0]["action"] == "truncate"
@@ -321,7 +322,80 @@ def test_a_migrate_killed_while_filling_an_existing_dir_is_undone_by_the_next(tm
         "replication-offset-checkpoint"]
     assert run("verify", out).code == 0
     fresh = run("migrate", clean / "demo-1", tmp_path / "fresh")  # the same, never interrupted
-    assert r.out == fresh.out and r.out.startswith(b"topic,partition,byte_offset,new_offset")
+    assert r.out == fresh.out and r.out.startswith(b"topic,partition,byteOffset,newOffset")
     for f in (tmp_path / "fresh").rglob("*"):
         if f.is_file() and f.name != "partition.metadata":  # a new random topic id each run
             assert (out / f.relative_to(tmp_path / "fresh")).read_bytes() == f.read_bytes()
+
+
+def _same_log_dir(got, want):
+    assert sorted(p.relative_to(got) for p in got.rglob("*")) == \
+        sorted(p.relative_to(want) for p in want.rglob("*"))
+    for f in want.rglob("*"):
+        if f.is_file() and f.name != "partition.metadata":  # a new random topic id each run
+            assert (got / f.relative_to(want)).read_bytes() == f.read_bytes(), f
+
+
+def test_migrate_refuses_a_mapping_it_cannot_write_before_making_out(tmp_path, clean):
+    for mapping in (tmp_path / "no-such-dir" / "map.csv", tmp_path / "out" / "map.csv"):
+        r = run("migrate", clean, tmp_path / "out", "--mapping", mapping)
+        assert r.code == 16 and "--mapping" in one_error_line(r)
+        assert not (tmp_path / "out").exists()
+        assert not list(tmp_path.glob(".*migrating"))
+    (tmp_path / "out").mkdir()  # an empty mount point: the mapping may not go in it either
+    r = run("migrate", clean, tmp_path / "out", "--mapping", tmp_path / "out" / "map.csv")
+    assert r.code == 16 and "inside OUT" in one_error_line(r)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize(("var", "existing"), [("KAFKALOG_CRASH_AT", False),
+                                               ("KAFKALOG_CRASH_AT", True),
+                                               ("KAFKALOG_FAIL_AT", False)])
+def test_a_migrate_stopped_between_mapping_and_out_is_finished_by_a_rerun(tmp_path, clean,
+                                                                          var, existing):
+    fresh = tmp_path / "fresh"
+    r = run("migrate", clean, fresh, "--mapping", tmp_path / "fresh.csv")
+    assert r.code == 0, r.err
+    out, mapping = tmp_path / "out", tmp_path / "map.csv"
+    if existing:
+        out.mkdir()  # a mount point
+    env = dict(os.environ, **{var: "migrate.mapping.written"})
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "migrate", str(clean), str(out),
+                        "--mapping", str(mapping)], env=env, capture_output=True)
+    # killed (or a full disk) after the mapping was written and before OUT was made
+    assert p.returncode == (CRASH_EXIT if var == "KAFKALOG_CRASH_AT" else 8), p.stderr
+    assert mapping.read_bytes() == (tmp_path / "fresh.csv").read_bytes()
+    assert not out.exists() or [c.name for c in out.iterdir()] in ([], [".kafkalog-migrating"])
+    r = run("migrate", clean, out, "--mapping", mapping)
+    assert r.code == 0, r.err
+    assert mapping.read_bytes() == (tmp_path / "fresh.csv").read_bytes()
+    _same_log_dir(out, fresh)
+    assert not list(tmp_path.glob(".*migrating")) and not list(tmp_path.glob("*.tmp"))
+    assert run("verify", out).code == 0
+
+
+def test_migrate_writes_the_mapping_to_stdout_before_out(tmp_path, clean):
+    # nobody reads standard output: the mapping cannot be delivered, so OUT is not made
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "migrate", str(clean),
+                            str(tmp_path / "out")], stdout=write_end, stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert p.returncode == 8, p.stderr
+    assert b"cannot write the mapping" in p.stderr
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".*migrating"))
+
+
+def test_migrate_a_topic_current_kafka_refuses(tmp_path, clean):
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copytree(clean / "demo-0", src / "my topic-0")
+    r = run("migrate", src / "my topic-0", tmp_path / "out")
+    assert r.code == 16 and "choose a topic name with --topic" in one_error_line(r)
+    assert not (tmp_path / "out").exists()
+    r = run("migrate", src / "my topic-0", tmp_path / "out", "--topic", "my_topic")
+    assert r.code == 0, r.err
+    assert (tmp_path / "out" / "my_topic-0").is_dir()
+    assert "my_topic 0 240" in (tmp_path / "out" / "recovery-point-offset-checkpoint").read_text()

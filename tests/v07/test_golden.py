@@ -115,6 +115,6 @@ def test_find_by_time_is_refused_and_info_shows_the_format(golden):
     info = json.loads(r.out)[0]
     assert info["format"] == "0.7"
     p = info["partitions"][0]
-    assert (p["format"], p["start_offset"], p["end_offset"], p["entries"], p["codecs"]) == \
+    assert (p["format"], p["logStartOffset"], p["logEndOffset"], p["entries"], p["codecs"]) == \
         ("0.7", 0, len(SEG0) + len(SEG1), 6, ["gzip", "none", "snappy"])
     assert "Kafka 0.7" in run("info", golden).text

@@ -16,6 +16,8 @@ How a field is encoded depends on whether the message version is *flexible* (KIP
 
 In flexible versions every struct ends with a tagged-field section: uvarint count, then per
 field uvarint tag, uvarint size and the value (encoded flexibly). Unknown tags are skipped.
+A single (non-array) struct field is preceded by an int8 marker (-1 null, 1 present) in the
+versions where it is nullable.
 
 `read_struct` returns the values under Kafka's JSON names (`JsonConverter`: the field name
 with its first letter lowered; fields absent from the version left out; tagged fields only
@@ -85,13 +87,54 @@ class Struct:
     fields: tuple[Field, ...]
 
 
+@dataclass(frozen=True)
+class Message(Struct):
+    """A top-level message: a record key or value, a metadata or control record.
+
+    `api_key` is the record type (coordinator records, metadata records), None for the
+    others; `valid` and `flexible` are the spec's validVersions and flexibleVersions.
+    """
+
+    api_key: int | None = None
+    valid: Versions = (0, 0)
+    flexible: Versions = NO_VERSIONS
+
+
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString()
+
+
+class _Sentinel:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_AUTO: Any = _Sentinel("AUTO")
+# the default of a single struct field whose spec gives none: `new X()`, every field default
+EMPTY_STRUCT: Any = _Sentinel("EMPTY_STRUCT")
+
+
+def _zero(type_: str | Struct, array: bool) -> Any:
+    """The default of a field whose spec gives none (FieldSpec's per-type defaults; a spec's
+    `"default": null` is no default)."""
+    if array:
+        return []
+    if isinstance(type_, Struct):
+        return EMPTY_STRUCT
+    return {"string": "", "bytes": b"", "uuid": ZERO_UUID, "bool": False,
+            "float64": 0.0}.get(type_, 0)
+
+
 def field(name: str, type_: str | Struct, v: str | None = None, *, null: str = "none",
-          tag: int | None = None, tagged: str = "none", default: Any = 0,
+          tag: int | None = None, tagged: str = "none", default: Any = _AUTO,
           array: bool | None = None) -> Field:
     """A Field from spec-like arguments: `field("Isr", "[]int32", null="0+", tag=0, ...)`.
 
     A Struct type is an array of structs unless `array=False` (a single nested struct).
     Without `v` a field exists in its tagged versions if it has any, else in every version.
+    Without `default` it is the type's zero (empty string/array, false, 0, the zero uuid).
     """
     if v is None:
         v = tagged if tagged != "none" else "0+"
@@ -100,15 +143,14 @@ def field(name: str, type_: str | Struct, v: str | None = None, *, null: str = "
         type_ = type_.removeprefix("[]")
     elif array is None:
         array = True
-    if default == 0 and (array or type_ in ("string", "bytes") or isinstance(type_, Struct)):
-        default = [] if array else "" if type_ == "string" else None
-    if type_ == "bool" and default == 0:
-        default = False
+    if default is _AUTO:
+        default = _zero(type_, array)
     return Field(name, type_, array, versions(v), versions(null), tag, versions(tagged), default)
 
 
-def message(name: str, *fields: Field) -> Struct:
-    return Struct(name, tuple(fields))
+def message(name: str, *fields: Field, api_key: int | None = None, valid: str = "0",
+            flexible: str = "none") -> Message:
+    return Message(name, tuple(fields), api_key, versions(valid), versions(flexible))
 
 
 class UnknownRecordType(CorruptDataError):
@@ -184,6 +226,10 @@ def _null(r: Reader, f: Field, version: int, pos: int) -> None:
 def _read_one(r: Reader, f: Field, version: int) -> Any:
     t = f.type
     if isinstance(t, Struct):
+        if not f.array and _in(version, f.nullable):
+            start = r.pos
+            if r.fixed("int8", f.name) < 0:
+                return _null(r, f, version, start)
         return _read_fields(r, t, version)
     if t in _FIXED:
         return r.fixed(t, f.name)
@@ -230,9 +276,23 @@ def _read_fields(r: Reader, s: Struct, version: int) -> dict[str, Any]:
     for f in s.fields:  # JSON order is schema order, tagged fields in their place
         if f.name in values:
             out[json_name(f.name)] = values[f.name]
-        elif f.name in found and found[f.name] != f.default:
+        elif f.name in found and not _is_default(f, found[f.name], version):
             out[json_name(f.name)] = found[f.name]
     return out
+
+
+def _is_default(f: Field, value: Any, version: int) -> bool:
+    """JsonConverter's non-default check: a tagged field equal to its default is left out."""
+    if f.default is not EMPTY_STRUCT:
+        return bool(value == f.default)
+    if not isinstance(value, dict) or not isinstance(f.type, Struct):
+        return False
+    for g in f.type.fields:  # as read: tagged fields are in `value` only when non-default
+        if _in(version, g.versions) and not (g.tag is not None and _in(version, g.tagged)) \
+                and not _is_default(g, value.get(json_name(g.name)), version):
+            return False
+    return not any(json_name(g.name) in value for g in f.type.fields
+                   if g.tag is not None and _in(version, g.tagged))
 
 
 def read_struct(data: bytes | memoryview, s: Struct, version: int, flexible: Versions,
@@ -247,6 +307,38 @@ def read_struct(data: bytes | memoryview, s: Struct, version: int, flexible: Ver
     if exact and r.pos != r.end:
         raise r.fail(f"{r.end - r.pos} byte(s) of garbage after the message")
     return out, r.pos
+
+
+def read_message(data: bytes | memoryview, m: Message, version: int, pos: int = 0,
+                 exact: bool = False) -> tuple[dict[str, Any], int]:
+    """read_struct for a message, at one of its valid versions (else CorruptDataError)."""
+    if not _in(version, m.valid):
+        raise CorruptDataError(f"{m.name}: unknown version {version}", pos=0)
+    return read_struct(data, m, version, m.flexible, pos, exact)
+
+
+def written_at(s: Struct, values: dict[str, Any], version: int) -> dict[str, Any]:
+    """What JsonConverter.write(message, version) prints of values read at another version
+    (ControlRecordUtils reads KRaft control records at version 0 and kafka-dump-log writes
+    them at their own Version field): the fields of `version`, those not read at their
+    default. The generated writer checks only a field's bounds other than 0+, so a field
+    of every version is written at any version, a negative one too."""
+    out: dict[str, Any] = {}
+    for f in s.fields:
+        lo, hi = f.versions
+        if (lo > 0 and version < lo) or version > hi:
+            continue
+        key = json_name(f.name)
+        if key in values:
+            v = values[key]
+            if isinstance(f.type, Struct) and v is not None:
+                v = [written_at(f.type, e, version) for e in v] if f.array else \
+                    written_at(f.type, v, version)
+            out[key] = v
+        elif not (f.tag is not None and _in(version, f.tagged)):  # tagged: only non-default
+            out[key] = written_at(f.type, {}, version) if f.default is EMPTY_STRUCT and \
+                isinstance(f.type, Struct) else f.default
+    return out
 
 
 def read_version(data: bytes | memoryview, what: str) -> int:
