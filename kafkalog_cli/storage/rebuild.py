@@ -6,8 +6,10 @@
           offset index += (batch last offset, batch start position)
           time index maybe += (max timestamp so far, its offset)         (only if ts grew)
       valid_bytes += batch size
-      producer state; an ABORT marker adds a .txnindex entry
+      producer state; an ABORT marker adds a .txnindex entry (if data of it was seen)
     finally: time index maybe += (max ts, its offset) -- the entry retention reads
+Given the `.txnindex` entries on disk, an entry the cleaner kept for a marker whose data it
+removed is kept too (producers.reconcile_txn_entries): Kafka's recovery would drop it.
 Entries in the time index need a strictly larger timestamp than the last one; the first
 needs ts >= 0 (an empty index's last entry is (-1, base)).
 """
@@ -20,7 +22,7 @@ from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.producers import ProducerState
+from kafkalog_cli.storage.producers import AbortMarker, ProducerState, reconcile_txn_entries
 from kafkalog_cli.storage.segment import Segment
 
 DEFAULT_INDEX_INTERVAL = 4096
@@ -32,6 +34,7 @@ class Rebuilt:
     offset_entries: list[tuple[int, int]] = field(default_factory=list)  # (relative, position)
     time_entries: list[tuple[int, int]] = field(default_factory=list)  # (timestamp, relative)
     txn_entries: list[ie.AbortedTxn] = field(default_factory=list)
+    abort_markers: list[AbortMarker] = field(default_factory=list)
     valid_bytes: int = 0
     file_size: int = 0
     max_timestamp: int = -1
@@ -62,10 +65,21 @@ class _TimeIndexBuilder:
             self.last = (ts, offset)
 
 
+def txn_on_disk(seg: Segment) -> list[ie.AbortedTxn]:
+    """The segment's `.txnindex` entries as they are (none if absent or unreadable)."""
+    try:
+        idx = seg.txn_index()
+    except OSError:
+        return []
+    return idx.entries if idx is not None else []
+
+
 def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
                     state: ProducerState | None = None,
-                    max_entries: int = DEFAULT_INDEX_BYTES // 8) -> Rebuilt:
-    """Recompute a segment's indexes from its `.log`, as LogSegment.recover does."""
+                    max_entries: int = DEFAULT_INDEX_BYTES // 8,
+                    txn_on_disk: list[ie.AbortedTxn] | None = None) -> Rebuilt:
+    """Recompute a segment's indexes from its `.log`, as LogSegment.recover does;
+    `txn_on_disk`: the segment's current `.txnindex` entries (see the module doc)."""
     base = seg.base_offset
     r = Rebuilt(file_size=seg.size)
     tb = _TimeIndexBuilder(base)
@@ -100,11 +114,12 @@ def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
         r.batches += 1
         r.next_offset = last + 1
         try:
-            aborted = state.append(b)
+            marker = state.append_batch(b)
         except CorruptDataError:
-            aborted = None
-        if aborted is not None:
-            r.txn_entries.append(aborted)
+            marker = None
+        if marker is not None:
+            r.abort_markers.append(marker)
+    r.txn_entries = reconcile_txn_entries(r.abort_markers, txn_on_disk or [])
     tb.maybe_append(max_ts, max_ts_off)
     r.time_entries = tb.entries
     r.max_timestamp, r.offset_of_max_timestamp = max_ts, max_ts_off

@@ -31,7 +31,12 @@ from kafkalog_cli.storage.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, Rebuilt, rebuild_segment
+from kafkalog_cli.storage.rebuild import (
+    DEFAULT_INDEX_INTERVAL,
+    Rebuilt,
+    rebuild_segment,
+    txn_on_disk,
+)
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
 from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
 
@@ -170,7 +175,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
             continue
         if state is None:
             state = _state_before(part, segs, seg.base_offset)
-        r = rebuild_segment(seg, interval, state)
+        r = rebuild_segment(seg, interval, state, txn_on_disk=txn_on_disk(seg))
         if r.truncated:
             later = [s for s in segs[i + 1:]]
             stop = r.stop.reason if r.stop else "incomplete batch at the end"
