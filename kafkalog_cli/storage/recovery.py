@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage import naming, safety
@@ -159,22 +160,32 @@ def _state_before(part: PartitionDir, segs: list[Segment], base: int) -> Produce
     return state
 
 
+def _preallocated_size(path: Path, slot: int) -> int | None:
+    """The size of an index file that still ends in a zero slot (the preallocated tail a
+    killed broker leaves; a closed index is trimmed to its last real entry), else None.
+    Reads one slot: an active index is segment.index.bytes long (10 MiB by default)."""
+    try:
+        size = os.stat(path).st_size
+        if size < slot:
+            return None
+        with open(path, "rb") as f:
+            f.seek(size - slot)
+            tail = f.read(slot)
+    except OSError:
+        return None
+    return size if tail == bytes(slot) else None
+
+
 def index_capacity(segs: list[Segment]) -> IndexCapacity | None:
     """What segment.index.bytes allows, from the last segment's indexes if they still have
     the zero tail a killed broker leaves (preallocated to that size); None if unknown."""
     last = next((s for s in reversed(segs) if s.has_log), None)
     if last is None:
         return None
-    found: list[IndexCapacity] = []
-    try:
-        oi = last.offset_index()
-        if oi is not None and oi.untrimmed:
-            found.append(IndexCapacity.of(oi.file_size))
-        ti = last.time_index()
-        if ti is not None and ti.untrimmed:
-            found.append(IndexCapacity.of(ti.file_size))
-    except OSError:
-        return None
+    sizes = [_preallocated_size(last.path(kind), entry.size)
+             for kind, entry in ((naming.INDEX, ie.OFFSET_ENTRY),
+                                 (naming.TIMEINDEX, ie.TIME_ENTRY))]
+    found = [IndexCapacity.of(n) for n in sizes if n is not None]
     if not found:
         return None
     return IndexCapacity(min(c.offset_entries for c in found),
