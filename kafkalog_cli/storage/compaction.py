@@ -37,9 +37,9 @@ from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.offset_map import ENTRY, FullError, OffsetMap
-from kafkalog_cli.storage.producers import ProducerState
+from kafkalog_cli.storage.producers import ProducerState, reconcile_txn_entries
 from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.rebuild import rebuild_segment
+from kafkalog_cli.storage.rebuild import rebuild_segment, txn_on_disk
 from kafkalog_cli.storage.replace import SEGMENT_FILE_KINDS, replace_segments
 from kafkalog_cli.storage.retention import largest_timestamp
 from kafkalog_cli.storage.segment import Segment, log_end_offset
@@ -88,17 +88,21 @@ class RoundResult:
 
 
 def replay(part: PartitionDir) -> tuple[ProducerState, list[ie.AbortedTxn]]:
-    """Producer state at the log end and every aborted transaction, from the log itself."""
+    """Producer state at the log end and every aborted transaction, from the log itself and
+    the `.txnindex` entries it admits (the broker's cleaner reads only those: an earlier
+    round's entry keeps the original first offset of data it removed)."""
     st = ProducerState()
     aborted: list[ie.AbortedTxn] = []
     for seg in part.segments:
+        markers = []
         for _p, b in seg.batches():
             try:
-                a = st.append(b)
+                m = st.append_batch(b)
             except CorruptDataError:
-                a = None
-            if a is not None:
-                aborted.append(a)
+                m = None
+            if m is not None:
+                markers.append(m)
+        aborted.extend(reconcile_txn_entries(markers, txn_on_disk(seg)))
     return st, aborted
 
 

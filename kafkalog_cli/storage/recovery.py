@@ -7,7 +7,9 @@ Plan, in the broker's order:
   3. segments from the one holding the recovery point onwards (all with --full, plus any
      whose `.index` is missing) are validated batch by batch (LogSegment.recover): the log
      is cut at the first torn, corrupt or out-of-order batch and every later segment goes
-  4. indexes that are missing or differ from a rebuild are rewritten
+  4. indexes that are missing or differ from a rebuild are rewritten; a segment on which
+     the broker's own recovery would find an index full (and not start) is cut where its
+     append path should have rolled (rebuild.py, split.py)
   5. the recovery point becomes the log end offset
 Kafka cuts wherever the first bad batch is. We do that only at the tail: when valid batches
 follow the damage (in the segment or in later ones) the cut would drop good records, so it
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
@@ -32,9 +35,16 @@ from kafkalog_cli.storage.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, Rebuilt, rebuild_segment
+from kafkalog_cli.storage.rebuild import (
+    DEFAULT_INDEX_INTERVAL,
+    IndexCapacity,
+    Rebuilt,
+    rebuild_segment,
+    txn_on_disk,
+)
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
 from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
+from kafkalog_cli.storage.split import Split, split_segment
 
 
 @dataclass
@@ -48,9 +58,12 @@ class Action:
     offsets: tuple[int, int] | None = None
     records: int | None = None
     data: bytes | None = None  # new index bytes
+    split: Split | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"action": self.kind, "file": str(self.path), "reason": self.reason}
+        if self.split is not None:
+            d["splitAt"] = [off for off, _pos in self.split.cuts]
         if self.to is not None:
             d["to"] = str(self.to)
         if self.start is not None:
@@ -154,8 +167,42 @@ def _state_before(part: PartitionDir, segs: list[Segment], base: int) -> Produce
     return state
 
 
+def _preallocated_size(path: Path, slot: int) -> int | None:
+    """The size of an index file that still ends in a zero slot (the preallocated tail a
+    killed broker leaves; a closed index is trimmed to its last real entry), else None.
+    Reads one slot: an active index is segment.index.bytes long (10 MiB by default)."""
+    try:
+        size = os.stat(path).st_size
+        if size < slot:
+            return None
+        with open(path, "rb") as f:
+            f.seek(size - slot)
+            tail = f.read(slot)
+    except OSError:
+        return None
+    return size if tail == bytes(slot) else None
+
+
+def index_capacity(segs: list[Segment]) -> IndexCapacity | None:
+    """What segment.index.bytes allows, from the last segment's indexes if they still have
+    the zero tail a killed broker leaves (preallocated to that size); None if unknown."""
+    last = next((s for s in reversed(segs) if s.has_log), None)
+    if last is None:
+        return None
+    sizes = [_preallocated_size(last.path(kind), entry.size)
+             for kind, entry in ((naming.INDEX, ie.OFFSET_ENTRY),
+                                 (naming.TIMEINDEX, ie.TIME_ENTRY))]
+    found = [IndexCapacity.of(n) for n in sizes if n is not None]
+    if not found:
+        return None
+    return IndexCapacity(min(c.offset_entries for c in found),
+                         min(c.time_entries for c in found))
+
+
 def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = False,
-                   force: bool = False, interval: int = DEFAULT_INDEX_INTERVAL) -> Plan:
+                   force: bool = False, interval: int = DEFAULT_INDEX_INTERVAL,
+                   capacity: IndexCapacity | None = None) -> Plan:
+    """`capacity`: the broker's index sizes (default: index_capacity(), else Kafka's)."""
     plan = Plan(part)
     plan.loader = plan_temp_file_passes(part.path)
     segs = _effective_segments(part, plan.loader)
@@ -166,6 +213,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
     segs = [s for s in segs if s.has_log]
     if not segs:
         return plan
+    cap = capacity or index_capacity(segs) or IndexCapacity()
     floor = 0
     for i, s in enumerate(segs):
         if s.base_offset <= recovery_point:
@@ -177,7 +225,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
             continue
         if state is None:
             state = _state_before(part, segs, seg.base_offset)
-        r = rebuild_segment(seg, interval, state)
+        r = rebuild_segment(seg, interval, state, txn_on_disk=txn_on_disk(seg), capacity=cap)
         if r.truncated:
             later = [s for s in segs[i + 1:]]
             stop = r.stop.reason if r.stop else "incomplete batch at the end"
@@ -208,7 +256,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
                 start=r.valid_bytes, end=r.file_size,
                 offsets=(first, last) if first is not None and last is not None else None,
                 records=nrec))
-            _index_actions(plan, seg, r)
+            _index_actions(plan, seg, r, cap, interval)
             for s in later:
                 for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
                     p = s.path(kind)
@@ -222,7 +270,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
                         "remove", part.path / naming.segment_file_name(off, naming.SNAPSHOT),
                         "producer snapshot beyond the new log end offset"))
             return plan
-        _index_actions(plan, seg, r)
+        _index_actions(plan, seg, r, cap, interval)
         if r.next_offset is not None:
             plan.log_end_offset = r.next_offset
     if plan.log_end_offset is None:
@@ -233,7 +281,16 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
     return plan
 
 
-def _index_actions(plan: Plan, seg: Segment, r: Rebuilt) -> None:
+def _index_actions(plan: Plan, seg: Segment, r: Rebuilt, cap: IndexCapacity,
+                   interval: int) -> None:
+    if r.splits:  # the pieces get their own indexes
+        plan.actions.append(Action(
+            "split", seg.log_path,
+            f"the broker's recovery would find an index full at offset {r.splits[0][0]} "
+            f"({cap.offset_entries} offset / {cap.time_entries} time index entries) and not "
+            f"start: cut into {len(r.splits) + 1} segments where it should have rolled",
+            split=Split(seg.base_offset, r.splits, r.valid_bytes, interval, r.txn_entries)))
+        return
     oi, ti, tx = r.index_bytes()
     for kind, data in ((naming.INDEX, oi), (naming.TIMEINDEX, ti), (naming.TXNINDEX, tx)):
         p = seg.path(kind)
@@ -274,6 +331,9 @@ def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> Non
             crash_point("recover.index.before")
             atomic_write(a.path, a.data or b"", root=root, fsync=fsync)
             crash_point("recover.index.after")
+        elif a.kind == "split":
+            assert a.split is not None
+            split_segment(plan.part.path, a.split, quarantine, fsync=fsync)
     # later segments go newest first, `.log` before its indexes, so a crash leaves at most
     # orphan indexes (which the next run removes), never a log missing its predecessors
     removals = [a for a in plan.actions if a.kind == "remove"]
