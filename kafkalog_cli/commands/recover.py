@@ -92,7 +92,7 @@ def _text(part: PartitionDir, rows: list[dict[str, Any]], problems: list[dict[st
 @click.option("--no-quarantine", is_flag=True, help="Delete instead of quarantining.")
 @click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
               default=DEFAULT_INDEX_INTERVAL, show_default=True)
-@click.option("--segment-index-bytes", type=options.Int32(min=4),
+@click.option("--segment-index-bytes", type=options.CONFIGS["segment.index.bytes"],
               help="The topics' segment.index.bytes: a segment whose recovery would overflow "
                    "indexes of this size is cut where the broker should have rolled it "
                    "(default: the size a killed broker preallocated the last segment's indexes "

@@ -117,7 +117,7 @@ def txn_on_disk(seg: Segment) -> list[ie.AbortedTxn]:
         idx = seg.txn_index()
     except OSError:
         return []
-    return idx.entries if idx is not None else []
+    return list(idx.entries) if idx is not None else []
 
 
 def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
