@@ -8,7 +8,7 @@ PIP    := $(VENV)/bin/pip
 BASE   := $(VENV)/.installed-base
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench fixtures clean kafka-ref venv tmux
+.PHONY: demo test fuzz bench fixtures clean kafka-ref venv tmux
 
 $(BASE): pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ demo: $(BASE)
 
 test: $(STAMP) kafka-ref tmux
 	$(PY) -m pytest -q -n 2 tests
+
+# Long fuzz run on a fresh seed (printed first): every reader on >= 100 000 mutated inputs,
+# big inputs included. KAFKALOG_FUZZ_CASES / KAFKALOG_FUZZ_SEED / KAFKALOG_FUZZ_JOBS override.
+fuzz: $(STAMP)
+	KAFKALOG_FUZZ_BIG=1 $(PY) -m tests.faults.fuzzing --cases $${KAFKALOG_FUZZ_CASES:-100000}
 
 # tests/cli/test_terminal.py reads what a person sees from a tmux pane (Debian's package;
 # CI runs as root, so apt-get can install it when a fresh machine lacks it).

@@ -40,7 +40,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
 COLOR_WHEN: dict[str, bool | None] = {"always": True, "never": False, "auto": None}
 
 
+class ReaderGone(Exception):
+    """Stdout's reader went away (EPIPE, `| head`). Click would turn the BrokenPipeError
+    into exit 1 ("problems fixed"); this type passes through it to main."""
+
+
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as e:
+            raise ReaderGone from e
+
     def resolve_command(self, ctx: click.Context, args: list[str]
                         ) -> tuple[str | None, click.Command | None, list[str]]:
         # click suggests near option names but, with commands loaded lazily, no commands
@@ -100,7 +111,33 @@ def root(ctx: click.Context, debug: bool, quiet: bool, verbose: int, color: str,
 
 
 def _error(msg: str) -> None:
-    sys.stderr.write(f"kafkalog: error: {msg}\n")
+    if sys.stderr is not None:
+        sys.stderr.write(f"kafkalog: error: {msg}\n")
+
+
+def _closed_std_streams() -> bool:
+    """Python sets sys.stdout/sys.stderr to None when fd 1/2 was closed (`>&-`). Put
+    /dev/null on such a free fd, so that no file opened later takes its number and gets
+    written by mistake. True when stdout was closed: where the results go, so an
+    operational error, found before any work."""
+    stdout_closed = sys.stdout is None
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None or _fd_in_use(fd):
+            continue
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        setattr(sys, name, open(fd, "w", closefd=False))  # noqa: SIM115 - for the process's life
+    return stdout_closed
+
+
+def _fd_in_use(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -109,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     gc.set_threshold(10_000, 20, 20)
     args = _globals_first(sys.argv[1:] if argv is None else list(argv))
     debug = "--debug" in args or bool(os.environ.get("KAFKALOG_DEBUG"))
+    if _closed_std_streams():
+        _error("standard output is closed; give it a file or /dev/null (>/dev/null)")
+        sys.exit(EXIT_OPERATIONAL)
     code = 0
     try:
         result: Any = root.main(args=args, prog_name="kafkalog", standalone_mode=False)
@@ -135,8 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         _error("interrupted")
         code = EXIT_INTERRUPTED
-    except BrokenPipeError:
-        # the reader went away (| head): stop quietly, as cat does
+    except (BrokenPipeError, ReaderGone):
+        # the reader went away (| head): stop quietly with 0, as cat does
         _silence_stdout()
         code = 0
     except OSError as e:

@@ -6,6 +6,9 @@ Exit codes combine with OR: 0 clean, 1 found and fixed, 4 found and left unfixed
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 EXIT_OK = 0
 EXIT_FIXED = 1
 EXIT_UNFIXED = 4
@@ -25,7 +28,12 @@ class UsageError(KafkalogError):
 
 
 class CorruptDataError(KafkalogError):
-    """Bytes that do not decode. `str()` is `file:pos: reason`, grep-able."""
+    """Bytes that do not decode. `str()` is `file:pos: reason`, grep-able.
+
+    A codec sees only the buffer it parses: it gives no path, and a `pos` relative to that
+    buffer. Whoever knows where the buffer sits calls `located`, up to the layer that read
+    it from a file; an error that names its file is final.
+    """
 
     exit_code = EXIT_UNFIXED
 
@@ -36,11 +44,20 @@ class CorruptDataError(KafkalogError):
         super().__init__(reason)
 
     def located(self, path: str | None = None, pos: int | None = None) -> CorruptDataError:
-        """Fill in the file and byte position if a lower layer did not know them."""
+        """Say where the parsed buffer starts (`pos`: added to a position the lower layer
+        gave) and, once known, in which file."""
         if self.path is None:
+            if pos is not None:
+                self.pos = pos + (self.pos or 0)
             self.path = path
-        if self.pos is None:
-            self.pos = pos
+        return self
+
+    def nested(self, what: str) -> CorruptDataError:
+        """The error came from bytes that are not the file's own (decompressed data): its
+        position goes into the reason, and the caller locates the structure holding them."""
+        if self.path is None and self.pos is not None:
+            self.reason = f"{self.reason} (at byte {self.pos} of {what})"
+            self.pos = None
         return self
 
     def __str__(self) -> str:
@@ -48,6 +65,15 @@ class CorruptDataError(KafkalogError):
         if self.pos is not None:
             where = f"{where}:{self.pos}"
         return f"{where}: {self.reason}"
+
+
+@contextmanager
+def locating(path: object, pos: int | None = None) -> Iterator[None]:
+    """Data errors raised inside come from `path`, in a structure starting at `pos`."""
+    try:
+        yield
+    except CorruptDataError as e:
+        raise e.located(str(path), pos) from None
 
 
 class CorruptBatch(CorruptDataError):

@@ -74,6 +74,8 @@ cdef enum:
     E_HEADER_KEY_NULL = 9
     E_HEADER_PAST = 10
     E_HEADER_KEY_UTF8 = 11
+    E_OFFSET_OVERFLOW = 12   # base + delta past a long (Java would wrap it)
+    E_TIMESTAMP_OVERFLOW = 13
 
 cdef struct Err:
     int code
@@ -224,6 +226,10 @@ cdef inline bint _add_overflows(int64_t a, int64_t b) noexcept nogil:
     return (b > 0 and a > I64_MAX - b) or (b < 0 and a < I64_MIN - b)
 
 
+_OFFSET_OVERFLOW = "record offset does not fit a long"
+_TIMESTAMP_OVERFLOW = "record timestamp does not fit a long"
+
+
 # --- one record's layout -------------------------------------------------------------------
 # _parse_record checks a record against every rule of the pure decoder, in its order, and
 # notes where its parts are; the two consumers below (Record objects, Arrow columns) then
@@ -246,6 +252,16 @@ cdef inline int _fail(Err *err, int code, int64_t pos, int64_t value) noexcept:
     err.pos = pos
     err.value = value
     return code
+
+
+cdef inline int _overflows(int64_t base_offset, int64_t base_timestamp, bint create_time,
+                           Rec *r, int64_t start, Err *err) noexcept:
+    """The pure decoder's range checks of a parsed record's offset and CreateTime."""
+    if _add_overflows(base_offset, r.offset_delta):
+        return _fail(err, E_OFFSET_OVERFLOW, start, 0)
+    if create_time and _add_overflows(base_timestamp, r.ts_delta):
+        return _fail(err, E_TIMESTAMP_OVERFLOW, start, 0)
+    return 0
 
 
 cdef inline bint _utf8_ok(const unsigned char *s, int32_t n):
@@ -411,14 +427,14 @@ cdef class RecordIter:
     cdef int64_t end, pos
     cdef Py_ssize_t count, i
     cdef int64_t base_offset, base_timestamp, base_sequence
-    cdef object base_offset_obj, base_timestamp_obj, log_append_time
-    cdef bint fast, untrack, done
+    cdef object log_append_time
+    cdef bint create_time, fast, untrack, done
     cdef Err err
 
     cdef object _next(self):
         """The next record, or None with self.err set (a malformed record)."""
         cdef Rec r
-        if _parse_record(self.p, self.end, &self.pos, &r, &self.err):
+        if _parse_checked(self, &self.pos, &r):
             return None
         self.i += 1
         return _build(self, &r)
@@ -469,16 +485,11 @@ cdef inline object _build(RecordIter it, Rec *r):
 
     seq_obj = _MINUS_ONE if it.base_sequence < 0 else \
         PyLong_FromLongLong(_sequence(it.base_sequence, r.offset_delta))
-    if _add_overflows(it.base_offset, r.offset_delta):
-        offset_obj = it.base_offset_obj + r.offset_delta
-    else:
-        offset_obj = PyLong_FromLongLong(it.base_offset + r.offset_delta)
-    if it.log_append_time is not None:
-        ts_obj = it.log_append_time
-    elif _add_overflows(it.base_timestamp, r.ts_delta):
-        ts_obj = it.base_timestamp_obj + r.ts_delta
-    else:
+    offset_obj = PyLong_FromLongLong(it.base_offset + r.offset_delta)  # in range: checked
+    if it.create_time:
         ts_obj = PyLong_FromLongLong(it.base_timestamp + r.ts_delta)
+    else:
+        ts_obj = it.log_append_time
 
     if it.fast:
         rec = kl_alloc(_Record)
@@ -499,6 +510,13 @@ cdef inline object _build(RecordIter it, Rec *r):
     return rec
 
 
+cdef inline int _parse_checked(RecordIter it, int64_t *ppos, Rec *r) except -1:
+    """_parse_record, then the pure decoder's checks that the record's offset and CreateTime
+    fit a long: 0, or the error code with it.err set."""
+    cdef int64_t start = ppos[0]
+    if _parse_record(it.p, it.end, ppos, r, &it.err):
+        return 1
+    return _overflows(it.base_offset, it.base_timestamp, it.create_time, r, start, &it.err)
 
 
 cdef RecordIter _records_of(data, count, base_offset, base_timestamp, base_sequence,
@@ -523,9 +541,8 @@ cdef RecordIter _records_of(data, count, base_offset, base_timestamp, base_seque
     it.end = PyBytes_GET_SIZE(it.data)
     it.pos = 0
     it.i = 0
-    it.base_offset_obj = base_offset
-    it.base_timestamp_obj = base_timestamp
     it.log_append_time = log_append_time
+    it.create_time = log_append_time is None
     it.fast = _fast_record
     it.untrack = _untrack_records
     it.done = False
@@ -540,8 +557,7 @@ cdef object _decode(RecordIter it):
     cdef Py_ssize_t i, n_alloc
     cdef list out
     cdef object rec
-    cdef const unsigned char *p = it.p
-    cdef int64_t end = it.end, pos = 0
+    cdef int64_t pos = 0
     cdef Rec r
     # Every decoded record takes at least one byte, so at most `end` can succeed: a larger
     # count is bound to fail, and never needs more slots than that.
@@ -550,7 +566,7 @@ cdef object _decode(RecordIter it):
         n_alloc = 0
     out = PyList_New(n_alloc)
     for i in range(it.count):  # RecordIter._next, with the position kept in a local
-        if _parse_record(p, end, &pos, &r, &it.err):
+        if _parse_checked(it, &pos, &r):
             it.pos = pos
             return None
         rec = _build(it, &r)
@@ -589,6 +605,10 @@ cdef _raise(Err *e):
         msg = "record header runs past the record"
     elif code == E_HEADER_KEY_UTF8:
         msg = "header key is not valid UTF-8"
+    elif code == E_OFFSET_OVERFLOW:
+        msg = _OFFSET_OVERFLOW
+    elif code == E_TIMESTAMP_OVERFLOW:
+        msg = _TIMESTAMP_OVERFLOW
     else:
         msg = f"records section does not decode (error {code})"
     raise CorruptBatch(msg, pos=e.pos)
@@ -622,7 +642,7 @@ def check_records(data, count, base_offset, base_timestamp, base_sequence, log_a
         return check_records_pure(data, count, base_offset, base_timestamp, base_sequence,
                                   log_append_time)
     for i in range(it.count):
-        if _parse_record(it.p, it.end, &it.pos, &r, &it.err):
+        if _parse_checked(it, &it.pos, &r):
             _raise(&it.err)
     if it._trailing():
         _raise(&it.err)
@@ -970,7 +990,6 @@ _BITMAPS = frozenset({"timestamp_valid", "key_valid", "value_valid", "leaderEpoc
 
 cdef int64_t _US_LIMIT = 9223372036854775  # |ms| beyond this has no microsecond timestamp
 cdef int64_t _BINARY_LIMIT = 2147483647  # Arrow binary: int32 offsets
-_OFFSET_OVERFLOW = "record offset does not fit a long"
 
 
 cdef inline int _put8(Buf* b, int64_t v) except -1:
@@ -1110,12 +1129,11 @@ cdef class RecordColumns:
         lo <= offset < until (None: unbounded). Returns how many were kept."""
         cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
         cdef int64_t end = PyBytes_GET_SIZE(data)
-        cdef int64_t pos = 0, hpos, kpos, offset
+        cdef int64_t pos = 0, hpos, kpos, offset, start
         cdef int64_t c_lo = I64_MIN if lo is None else lo
         cdef int64_t c_until = I64_MAX if until is None else until
         cdef bint bounded = until is not None
         cdef bint lat = log_append_time is not None
-        cdef bint overflow = False
         cdef int64_t lat_ms = log_append_time if lat else 0
         cdef Rec r
         cdef Err err
@@ -1131,21 +1149,16 @@ cdef class RecordColumns:
         err.value = 0
         try:
             for i in range(count):
-                if _parse_record(p, end, &pos, &r, &err):
-                    break
-                if _add_overflows(base_offset, r.offset_delta):
-                    # kept by the bounds? then the batch fails, after the decoding checks
-                    if (not bounded) if r.offset_delta > 0 else (lo is None):
-                        overflow = True
-                    continue
+                start = pos
+                if _parse_record(p, end, &pos, &r, &err) or \
+                        _overflows(base_offset, base_timestamp, not lat, &r, start, &err):
+                    break  # RecordBatch.records() fails the batch, whatever the bounds
                 offset = base_offset + r.offset_delta
                 if offset < c_lo or (bounded and offset >= c_until):
                     continue
                 _put8(&self.b[C_OFFSET], offset)
                 if lat:
                     self._timestamp(lat_ms, True)
-                elif _add_overflows(base_timestamp, r.ts_delta):
-                    self._timestamp(0, False)
                 else:
                     self._timestamp(base_timestamp + r.ts_delta, True)
                 _put_binary(&self.b[C_KEY_VALID], &self.b[C_KEY_OFFS], &self.b[C_KEY_DATA],
@@ -1170,8 +1183,6 @@ cdef class RecordColumns:
                     _fail(&err, E_TRAILING, pos, end - pos)
             if err.code:
                 _raise(&err)
-            if overflow:
-                raise CorruptBatch(_OFFSET_OVERFLOW)
         except BaseException:
             self._rollback(marks, rows0, nheaders0)
             raise

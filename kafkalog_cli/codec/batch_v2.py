@@ -24,6 +24,9 @@ from kafkalog_cli.codec.layout import (
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
     INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
     LOG_OVERHEAD_SIZE,
     NO_TIMESTAMP,
     V2_ATTRIBUTES_POS,
@@ -160,7 +163,8 @@ class RecordBatch:
                 ) -> Iterator[Record]:
         """The records, decoded as they are read: memory holds the inflated section and the
         records the caller keeps, never one object per record of a batch that claims
-        millions. A malformed section raises CorruptBatch here, before the first record.
+        millions. A malformed section raises CorruptBatch here, before the first record,
+        positioned relative to the batch's first byte.
 
         Up to EAGER_RECORDS records decode in one pass into a list (the common case, and the
         fastest); a larger batch is checked whole first, then decoded record by record."""
@@ -168,10 +172,22 @@ class RecordBatch:
         if not self.count:
             return iter(())
         args = (data, self.count, self.base_offset, self.base_timestamp, self.base_sequence, lat)
-        if self.count <= EAGER_RECORDS:
-            return iter(decode_records(*args))
-        check_records(*args)
+        try:
+            if self.count <= EAGER_RECORDS:
+                return iter(decode_records(*args))
+            check_records(*args)
+        except CorruptBatch as e:
+            raise self.locate_records_error(e) from None
         return iter_records(*args)
+
+    def locate_records_error(self, e: CorruptBatch) -> CorruptBatch:
+        """Turn a position in the records section into one in the batch: the same bytes
+        past the header, or (compressed) the batch itself, with the offset in the reason."""
+        if self.compression == codecs.NONE:
+            e.located(None, V2_HEADER_SIZE)
+        else:
+            e.nested(f"the {codecs.name(self.compression)}-decompressed records")
+        return e
 
     def control(self, record: Record) -> ControlInfo:
         return parse_control(record.key, record.value)
@@ -185,12 +201,21 @@ def iter_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
                  base_sequence: int, log_append_time: int | None) -> Iterator[Record]:
     """Decode `count` records one at a time; every structural rule of DefaultRecord.readFrom
     is enforced, and a broken one raises CorruptBatch when the decoding reaches it (after
-    the records before it have come out)."""
+    the records before it have come out).
+
+    A record offset or CreateTime timestamp past the 64-bit range is corrupt: Java's long
+    arithmetic would wrap it round to a negative value no producer wrote.
+    """
     pos = 0
     end = len(data)
     rv = _varint_slow
+    # the deltas that keep base + delta a long (offset deltas are ints: only a base within
+    # 2**31 of either end can overflow)
+    ts_lo, ts_hi = INT64_MIN - base_timestamp, INT64_MAX - base_timestamp
+    check_offsets = not INT64_MIN - INT32_MIN <= base_offset <= INT64_MAX - INT32_MAX
     try:
         for _ in range(count):
+            start = pos
             b = data[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
@@ -238,6 +263,10 @@ def iter_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
                 headers, pos = _decode_headers(data, pos, rec_end)
             if pos != rec_end:
                 raise CorruptBatch("record structure does not match its length field", pos=pos)
+            if check_offsets and not INT64_MIN <= base_offset + offset_delta <= INT64_MAX:
+                raise CorruptBatch("record offset does not fit a long", pos=start)
+            if log_append_time is None and not ts_lo <= ts_delta <= ts_hi:
+                raise CorruptBatch("record timestamp does not fit a long", pos=start)
             seq = -1 if base_sequence < 0 else increment_sequence(base_sequence, offset_delta)
             yield Record(base_offset + offset_delta,
                          log_append_time if log_append_time is not None

@@ -7,12 +7,38 @@ Offset checkpoints (recovery point, log start, replication, cleaner) hold
 from __future__ import annotations
 
 import itertools
+import re
 
+from kafkalog_cli.codec.layout import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from kafkalog_cli.errors import CorruptDataError
 
+# Java's Integer/Long.parseInt: an optional sign and ASCII digits (Python's int() would
+# also take "1_000" and non-ASCII digits), within the type's range
+_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
 
-def _lines(text: str, fields: int) -> list[list[str]]:
-    lines = text.split("\n")
+
+def decode_text(data: bytes | str) -> str:
+    """A checkpoint's bytes as text; bytes that are not UTF-8 are corrupt, at their position."""
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorruptDataError(f"byte 0x{data[e.start]:02x} is not UTF-8 text",
+                               pos=e.start) from None
+
+
+def _number(text: str, lo: int, hi: int, what: str, pos: int) -> int:
+    if _JAVA_INT.match(text):
+        n = int(text)
+        if lo <= n <= hi:
+            return n
+    raise CorruptDataError(f"malformed {what} {text!r}", pos=pos)
+
+
+def _lines(data: bytes | str, fields: int) -> list[tuple[int, list[str]]]:
+    """(byte position, fields) of each entry line; errors carry the byte position."""
+    lines = decode_text(data).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
@@ -21,36 +47,34 @@ def _lines(text: str, fields: int) -> list[list[str]]:
         raise CorruptDataError(f"unrecognised checkpoint version {lines[0].strip()!r}", pos=0)
     if len(lines) < 2:
         return []
-    try:
-        count = int(lines[1])
-    except ValueError:
-        raise CorruptDataError(f"malformed entry count {lines[1]!r}") from None
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line.encode("utf-8")) + 1)
+    count = _number(lines[1].strip(), 0, INT32_MAX, "entry count", starts[1])
     entries = []
-    for i, line in enumerate(lines[2:], start=3):
+    for i, line in enumerate(lines[2:], start=2):
         parts = line.split()
         if len(parts) != fields:
-            raise CorruptDataError(f"malformed line {i}: {line!r}")
-        entries.append(parts)
+            raise CorruptDataError(f"malformed line {i + 1}: {line!r}", pos=starts[i])
+        entries.append((starts[i], parts))
     if len(entries) != count:
-        raise CorruptDataError(f"checkpoint declares {count} entries but holds {len(entries)}")
+        raise CorruptDataError(f"checkpoint declares {count} entries but holds {len(entries)}",
+                               pos=starts[1])
     return entries
 
 
-def parse_offsets(text: str) -> dict[tuple[str, int], int]:
+def parse_offsets(data: bytes | str) -> dict[tuple[str, int], int]:
     out: dict[tuple[str, int], int] = {}
-    for topic, part, off in _lines(text, 3):
-        try:
-            out[(topic, int(part))] = int(off)
-        except ValueError:
-            raise CorruptDataError(f"malformed entry {topic} {part} {off}") from None
+    for pos, (topic, part, off) in _lines(data, 3):
+        out[(topic, _number(part, INT32_MIN, INT32_MAX, "partition", pos))] = \
+            _number(off, INT64_MIN, INT64_MAX, "offset", pos)
     return out
 
 
-def parse_leader_epochs(text: str) -> list[tuple[int, int]]:
-    try:
-        return [(int(e), int(o)) for e, o in _lines(text, 2)]
-    except ValueError:
-        raise CorruptDataError("malformed leader-epoch entry") from None
+def parse_leader_epochs(data: bytes | str) -> list[tuple[int, int]]:
+    return [(_number(e, INT32_MIN, INT32_MAX, "leader epoch", pos),
+             _number(o, INT64_MIN, INT64_MAX, "start offset", pos))
+            for pos, (e, o) in _lines(data, 2)]
 
 
 def epoch_order_errors(entries: list[tuple[int, int]]

@@ -60,7 +60,7 @@ NO_PARTITION_LEADER_EPOCH = -1
 
 # the wire widths of Kafka's protocol fields (Type.INT8/INT16/INT32/INT64): {bits: (min, max)}
 INT_RANGES = {bits: (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) for bits in (8, 16, 32, 64)}
-INT32_MAX = INT_RANGES[32][1]
-INT64_MAX = INT_RANGES[64][1]
+INT32_MIN, INT32_MAX = INT_RANGES[32]
+INT64_MIN, INT64_MAX = INT_RANGES[64]
 
 TIMESTAMP_TYPES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}

@@ -61,13 +61,18 @@ class LegacyBatch:
     def __init__(self, data: bytes | memoryview) -> None:
         self.last_offset, self.length, self.crc, self.magic, self.attributes = \
             LEGACY_V0_HEAD.unpack_from(data, 0)
+        # errors are positioned relative to the entry's first byte
         if self.length < MIN_ENTRY_SIZE:
-            raise CorruptBatch(f"message size {self.length} is below the minimum {MIN_ENTRY_SIZE}")
+            raise CorruptBatch(f"message size {self.length} is below the minimum {MIN_ENTRY_SIZE}",
+                               pos=LOG_OVERHEAD_SIZE - LEGACY_LEN.size)
         end = LOG_OVERHEAD_SIZE + self.length
+        if len(data) < end:
+            raise CorruptBatch(f"message of {self.length} bytes runs past the end of the data",
+                               pos=LOG_OVERHEAD_SIZE - LEGACY_LEN.size)
         pos = LEGACY_V0_HEAD_SIZE
         if self.magic == 1:
             if end < pos + LEGACY_V1_TS.size:
-                raise CorruptBatch("magic-1 message too short for its timestamp")
+                raise CorruptBatch("magic-1 message too short for its timestamp", pos=pos)
             (self.timestamp,) = LEGACY_V1_TS.unpack_from(data, pos)
             pos += LEGACY_V1_TS.size
         else:
@@ -75,7 +80,7 @@ class LegacyBatch:
         self.key, pos = _read_bytes(data, pos, end)
         self.value, pos = _read_bytes(data, pos, end)
         if pos != end:
-            raise CorruptBatch(f"{end - pos} bytes remain after the message value")
+            raise CorruptBatch(f"{end - pos} bytes remain after the message value", pos=pos)
         self._data = data
         self._inner: _InnerSet | None = None
 
@@ -160,24 +165,26 @@ class LegacyBatch:
             raise CorruptBatch("zstd is not allowed below magic 2")
         data = codecs.decompress(self.compression, self.value, max_size=max_decompressed,
                                  legacy_lz4=self.magic == 0)
+        what = self._inner_what()
         # framing first, then each message, then what the set holds: the order in which the
         # first problem is reported
-        for _ in _iter_entries(data):
+        for _ in _iter_entries(data, what):
             pass
         count = 0
         first = last = 0
-        compressed = False
-        for e in _iter_entries(data):
-            m = LegacyBatch(e)
+        compressed_at: int | None = None
+        for pos, m in _iter_messages(data, what):
             if not count:
                 first = m.last_offset
             last = m.last_offset
             count += 1
-            compressed = compressed or m.compression != codecs.NONE
+            if compressed_at is None and m.compression != codecs.NONE:
+                compressed_at = pos + LEGACY_V0_HEAD_SIZE - 1  # its attributes
         if not count:
             raise CorruptBatch("compressed wrapper message holds no inner messages")
-        if compressed:
-            raise CorruptBatch("compressed wrapper holds a compressed inner message")
+        if compressed_at is not None:  # Kafka does not nest wrappers
+            raise CorruptBatch("compressed wrapper holds a compressed inner message",
+                               pos=compressed_at).nested(what)
         if self.magic == 0:
             delta = 0  # v0: inner offsets are absolute
         elif self.last_offset == 0:
@@ -189,10 +196,12 @@ class LegacyBatch:
             delta = self.last_offset - last
         return _InnerSet(data, delta, first + delta, count)
 
+    def _inner_what(self) -> str:
+        return f"the {codecs.name(self.compression)}-decompressed message set"
+
     def _inner_records(self, inner: _InnerSet) -> Iterator[Record]:
         log_append = self.timestamp_type == 1
-        for e in _iter_entries(inner.data):
-            m = LegacyBatch(e)
+        for _, m in _iter_messages(inner.data, self._inner_what()):
             yield Record(m.last_offset + inner.delta,
                          self.timestamp if log_append else m.timestamp,
                          None if m.key is None else bytes(m.key),
@@ -203,8 +212,7 @@ class LegacyBatch:
         """Offsets of inner messages whose own CRC does not match (deep verification)."""
         if self.compression == codecs.NONE:
             return
-        for e in _iter_entries(self._inner_set().data):
-            m = LegacyBatch(e)
+        for _, m in _iter_messages(self._inner_set().data, self._inner_what()):
             if not m.is_valid():
                 yield m.last_offset
 
@@ -220,30 +228,44 @@ class _InnerSet(NamedTuple):
 
 
 def _read_bytes(data: bytes | memoryview, pos: int, end: int) -> tuple[memoryview | None, int]:
-    if pos + 4 > end:
-        raise CorruptBatch("message is too short for its length fields")
+    if pos + LEGACY_LEN.size > end:
+        raise CorruptBatch("message is too short for its length fields", pos=pos)
     (n,) = LEGACY_LEN.unpack_from(data, pos)
-    pos += 4
     if n < 0:
-        return None, pos
-    if pos + n > end:
-        raise CorruptBatch(f"message field of {n} bytes runs past the message")
+        return None, pos + LEGACY_LEN.size
+    if pos + LEGACY_LEN.size + n > end:
+        raise CorruptBatch(f"message field of {n} bytes runs past the message", pos=pos)
+    pos += LEGACY_LEN.size
     return memoryview(data)[pos:pos + n], pos + n
 
 
-def _iter_entries(data: bytes) -> Iterator[memoryview]:
-    """The entries of an inner message set, framed by their size fields."""
+def _iter_entries(data: bytes, what: str) -> Iterator[tuple[int, memoryview]]:
+    """(position, bytes) of each entry of an inner message set, framed by their size fields;
+    an error names its byte in the set `what` (in the reason)."""
     mv = memoryview(data)
     pos = 0
     end = len(mv)
     while pos < end:
         if end - pos < LOG_OVERHEAD_SIZE:
-            raise CorruptBatch("inner message set ends inside an entry header")
+            raise CorruptBatch("inner message set ends inside an entry header",
+                               pos=pos).nested(what)
         _off, size = LOG_OVERHEAD.unpack_from(mv, pos)
         if size < MIN_ENTRY_SIZE or pos + LOG_OVERHEAD_SIZE + size > end:
-            raise CorruptBatch(f"inner message of size {size} does not fit")
-        yield mv[pos:pos + LOG_OVERHEAD_SIZE + size]
+            raise CorruptBatch(f"inner message of size {size} does not fit",
+                               pos=pos).nested(what)
+        yield pos, mv[pos:pos + LOG_OVERHEAD_SIZE + size]
         pos += LOG_OVERHEAD_SIZE + size
+
+
+def _iter_messages(data: bytes, what: str) -> Iterator[tuple[int, LegacyBatch]]:
+    """(position, message) of each entry of an inner message set; an error in a message
+    names its byte in the set `what` (in the reason)."""
+    for pos, e in _iter_entries(data, what):
+        try:
+            m = LegacyBatch(e)
+        except CorruptBatch as err:
+            raise err.located(None, pos).nested(what) from None
+        yield pos, m
 
 
 # -- encoding ---------------------------------------------------------------------------

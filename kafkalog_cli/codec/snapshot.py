@@ -31,7 +31,8 @@ class ProducerEntry(NamedTuple):
 
 def decode_snapshot(data: bytes) -> list[ProducerEntry]:
     if len(data) < _HEAD.size:
-        raise CorruptDataError(f"producer snapshot is {len(data)} bytes, shorter than its header")
+        raise CorruptDataError(f"producer snapshot is {len(data)} bytes, shorter than its "
+                               f"{_HEAD.size}-byte header", pos=len(data))
     version, crc, count = _HEAD.unpack_from(data, 0)
     if version != VERSION:
         raise CorruptDataError(f"producer snapshot has unknown version {version}", pos=0)

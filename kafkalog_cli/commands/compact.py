@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -113,7 +114,7 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             raise UsageError(f"{p}: compact a partition dir or a log dir")
     report: list[dict[str, Any]] = []
     work = skipped = False
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     with ExitStack() as stack:
         parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.CLEANER,))
         qs = {} if no_quarantine else quarantines(parts, quarantine_dir)

@@ -21,7 +21,7 @@ from kafkalog_cli.commands import decoding, options, v07
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
 from kafkalog_cli.output.console import note, warn
-from kafkalog_cli.output.render import Renderer, make_renderer, payload_encoder
+from kafkalog_cli.output.render import Renderer, json_bytes, make_renderer, payload_encoder
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.logdir import PartitionDir, open_target
@@ -86,6 +86,13 @@ class Dumper:
         self.fast_jsonl: Callable[[str, int, str, Iterable[Record]], bytes] | None = None
         self.decoding = decoding.Decoding("none")
 
+    def undecodable(self, file: str, pos: int, e: CorruptDataError, what: str) -> None:
+        """A batch whose records (or, for a legacy wrapper, base offset) do not decode: one
+        warning at its file and byte, and the dump goes on."""
+        self.problems += 1
+        e.located(file, pos)
+        warn(f"{e.path}:{e.pos}: {what} do not decode: {e.reason}")
+
     def damage(self, path: Path) -> Callable[[Damage], None]:
         def report(d: Damage) -> None:
             self.problems += 1
@@ -106,14 +113,20 @@ class Dumper:
             if not f.batch_ok(b):
                 continue
             if self.batches:
-                out.row(batch_row(b, pos, file))
+                try:  # a legacy wrapper's base offset and count come from its inner messages
+                    if b.magic < 2 and b.compression:
+                        b.records(self.max_decompressed)  # kept: decoded once, under the cap
+                    row = batch_row(b, pos, file)
+                except CorruptDataError as e:
+                    self.undecodable(file, pos, e, "inner messages")
+                    continue
+                out.row(row)
             if not self.records:
                 continue
             try:
                 recs = b.records(self.max_decompressed)
             except CorruptDataError as e:
-                self.problems += 1
-                warn(f"{file}:{pos}: records do not decode: {e.reason}")
+                self.undecodable(file, pos, e, "records")
                 continue
             tstype = TIMESTAMP_TYPES[b.timestamp_type]
             control = b.is_control
@@ -213,11 +226,11 @@ class Dumper:
                          "lastTimestamp": p.timestamp, "lastSequence": p.last_sequence,
                          "lastOffset": p.last_offset, "offsetDelta": p.offset_delta})
         elif kind == "leader-epoch":
-            for epoch, start in parse_leader_epochs(path.read_text("utf-8")):
+            for epoch, start in parse_leader_epochs(path.read_bytes()):
                 out.row({"kind": "leader-epoch", "file": file, "epoch": epoch,
                          "startOffset": start})
         elif kind == "checkpoint-entry":
-            for (t, p), off in parse_offsets(path.read_text("utf-8")).items():
+            for (t, p), off in parse_offsets(path.read_bytes()).items():
                 out.row({"kind": "checkpoint-entry", "file": file, "topic": t, "partition": p,
                          "offset": off})
         else:
@@ -245,8 +258,8 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, Iterable[Record]], by
     def write(topic: str, partition: int, tstype: str, recs: Iterable[Record]) -> bytes:
         prefix = prefixes.get((topic, partition))
         if prefix is None:
-            prefix = orjson.dumps({"kind": "record", "topic": topic, "partition": partition,
-                                   "offset": 0})[:-2]  # up to "offset":
+            prefix = json_bytes({"kind": "record", "topic": topic, "partition": partition,
+                                 "offset": 0})[:-2]  # up to "offset":
             prefixes[(topic, partition)] = prefix
         t = types.get(tstype)
         if t is None:
@@ -348,8 +361,10 @@ def _record_text(row: Row, print_data: bool) -> str:
     return "".join(parts)
 
 
-@click.command("dump", epilog="Exit codes: 0 all read, 4 damage found (reported on stderr), "
-                              "8 operational error, 16 usage error.")
+@click.command("dump", epilog="Exit codes: 0 all read (also when the reader of stdout goes "
+                              "away, as with | head), 4 damage found (reported on stderr, with "
+                              "file and byte), 8 operational error (also: stdout closed), "
+                              "16 usage error.")
 @options.paths_argument
 @click.option("--records", "with_records", is_flag=True,
               help="Also decode and print the records of each batch (deep iteration).")
@@ -422,7 +437,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
                     try:
                         d.other_file(target.path, fn)
                     except CorruptDataError as e:
-                        raise e.located(str(target.path)) from None
+                        raise e.located(str(target.path), 0) from None
             elif target is not None:
                 for part in target.partitions():
                     d.partition(part)

@@ -44,7 +44,8 @@ def result_row(topic: str, partition: int, query: str, target: int | None,
 
 
 @click.command("find-by-time", epilog="Exit codes: 0 done (an offset of null means no record "
-               "matches), 8 operational error, 16 usage error.")
+               "matches), 4 a batch the search reads does not decode (its file and byte on "
+               "stderr), 8 operational error, 16 usage error.")
 @options.paths_argument
 @click.option("--timestamp", "-t", "when", type=options.Time(specials=SPECIAL), required=True,
               metavar="T",

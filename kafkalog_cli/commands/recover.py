@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from kafkalog_cli.storage.checkpoints import read_offsets, recovery_point, updat
 from kafkalog_cli.storage.findings import ERROR, Findings
 from kafkalog_cli.storage.logdir import PartitionDir, open_target, scan_log_dir, scan_partition
 from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL
+from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, IndexCapacity
 from kafkalog_cli.storage.recovery import Plan, apply_plan, plan_partition
 from kafkalog_cli.storage.replace import apply_loader_actions
 
@@ -72,6 +73,8 @@ def _text(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
             extra += f" offsets {r['offsets'][0]}..{r['offsets'][1]}"
         if r.get("records") is not None:
             extra += f" ({r['records']} records)"
+        if r.get("splitAt"):
+            extra += " at offsets " + ", ".join(map(str, r["splitAt"]))
         if "to" in r:
             extra += f" -> {r['to']}"
         lines.append(f"{'would ' if dry else ''}{what:<13} {r['file']}{extra}: {r['reason']}")
@@ -124,10 +127,15 @@ def _fix_root_checkpoints(ld: Path, names: tuple[str, ...],
 @click.option("--no-quarantine", is_flag=True, help="Delete instead of quarantining.")
 @click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
               default=DEFAULT_INDEX_INTERVAL, show_default=True)
+@click.option("--segment-index-bytes", type=options.CONFIGS["segment.index.bytes"],
+              help="The topics' segment.index.bytes: a segment whose recovery would overflow "
+                   "indexes of this size is cut where the broker should have rolled it "
+                   "(default: the size a killed broker preallocated the last segment's indexes "
+                   "to, else 10485760).")
 @options.format_option()
 def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             quarantine_dir: Path | None, no_quarantine: bool, index_interval_bytes: int,
-            fmt: str) -> int:
+            segment_index_bytes: int | None, fmt: str) -> int:
     """Do offline, and explain, what a broker does at start-up after an unclean shutdown:
     finish or undo interrupted replacements (.cleaned/.swap/.deleted), drop orphan indexes,
     validate segments from the recovery point, cut a torn or corrupt tail (or one whose
@@ -151,10 +159,11 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7: its own recovery rule
         return v07.recover(t07, full=full, force=force, dry_run=dry_run,
                            quarantine_dir=quarantine_dir, no_quarantine=no_quarantine, fmt=fmt)
+    capacity = IndexCapacity.of(segment_index_bytes) if segment_index_bytes else None
     report: list[dict[str, Any]] = []
     root_report: list[dict[str, Any]] = []
     changed = problems = 0
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     with ExitStack() as stack:
         targets = [open_target(p) for p in paths]
         parts = [x for t in targets for x in t.partitions(linked=True)]
@@ -176,13 +185,15 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             rp = recovery_point(part)
             rows_corrupt = rp == 0 and part.log_dir is not None and \
                 _corrupt(log_dir / naming.RECOVERY_POINT)
-            plan = plan_partition(part, rp, full=full, force=force, interval=index_interval_bytes)
+            plan = plan_partition(part, rp, full=full, force=force, interval=index_interval_bytes,
+                                  capacity=capacity)
             rows = _describe(plan)
             if not dry_run and not plan.empty:
                 # finish the loader passes first, then plan the rest on the real files
                 apply_loader_actions(plan.loader, q)
                 plan2 = plan_partition(scan_partition(part.path, part.log_dir), rp, full=full,
-                                       force=force, interval=index_interval_bytes)
+                                       force=force, interval=index_interval_bytes,
+                                       capacity=capacity)
                 apply_plan(plan2, q)
                 rows = _describe(plan) [:len(plan.loader)] + _describe(plan2)
                 plan = plan2

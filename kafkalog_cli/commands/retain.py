@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -56,9 +57,10 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
 
 
 @click.command("retain", epilog="Exit codes: 0 done (whether or not anything was deleted), "
-               "4 a partition was skipped (its topic name breaks Kafka's rule), 8 operational "
-               "error (e.g. the log dir lock is held), 16 usage error. Silent unless something "
-               "happened; --format json always prints a summary."
+               "4 a partition was skipped (its topic name breaks Kafka's rule) or a checkpoint "
+               "or batch it must read does not decode (its file and byte on stderr), "
+               "8 operational error (e.g. the log dir lock is held), 16 usage error. Silent "
+               "unless something happened; --format json always prints a summary."
                + options.NO_LINKS)
 @options.paths_argument
 @click.option("--retention-ms", type=options.CONFIGS["retention.ms"], default=-1,
@@ -109,7 +111,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     per_topic = _topic_config(topic_config)
     summary: list[dict[str, Any]] = []
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     with ExitStack() as stack:
         parts = [x for p in paths for x in open_target(p).partitions(linked=True)]
         parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.LOG_START,))

@@ -7,6 +7,7 @@ In 0.7, `offset` is the byte offset of a message's entry in the partition's stre
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -225,7 +226,7 @@ def recover(ts: list[Target07], *, full: bool, force: bool, dry_run: bool,
         if t.kind == "file":
             raise UsageError(f"{t.path}: name the partition dir or log dir, not a segment "
                              "(0.7 recovers the newest segment of a partition)")
-    out = click.get_text_stream("stdout")
+    out = sys.stdout
     report: list[Row] = []
     changed = problems = 0
     with ExitStack() as stack:

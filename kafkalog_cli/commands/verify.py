@@ -14,7 +14,7 @@ from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import partition_bytes
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
-from kafkalog_cli.output.console import paint, progress, settings
+from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
 from kafkalog_cli.output.render import make_renderer, write_document
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.check import (
@@ -69,9 +69,9 @@ def _verify_file(path: Path, f: Findings, opts: CheckOptions, stats: Stats) -> N
         if fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.SNAPSHOT:
             decode_snapshot(path.read_bytes())
         elif fn.kind is naming.FileKind.LEADER_EPOCH:
-            parse_leader_epochs(path.read_text("utf-8"))
+            parse_leader_epochs(path.read_bytes())
         elif fn.name in naming.ROOT_CHECKPOINTS:
-            parse_offsets(path.read_text("utf-8"))
+            parse_offsets(path.read_bytes())
         elif fn.kind is naming.FileKind.KRAFT_SNAPSHOT or path.name.endswith(
                 (".log", ".log.swap", ".log.cleaned", ".log.deleted", ".checkpoint")):
             check_log_file(path, fn.offset if fn.kind is naming.FileKind.SEGMENT and
@@ -159,7 +159,7 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
         shown = [x for x in f.items if show_all or x.severity != INFO]
         shown.sort(key=lambda x: _SEVERITY_RANK[x.severity])
         for x in shown:
-            out.write(_text(x).encode("utf-8", "backslashreplace") + b"\n")
+            out.write(_text(x).encode("utf-8", ESCAPE) + b"\n")
         recs = "" if shallow else f", {stats.records} records"
         if not settings.quiet:  # -q: the findings and the exit code say it all
             out.write((f"verified {stats.partitions} partitions, {stats.segments} segments, "

@@ -9,6 +9,7 @@ stderr goes through `live.screen`, which keeps it above a bar that is up (see li
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import sys
@@ -36,6 +37,44 @@ class Settings:
 
 
 settings = Settings()
+
+# Codec error handler for everything written out: a name from the file system with a byte
+# that is not UTF-8 (kept by Python as a surrogate escape, PEP 383) shows as \xNN, so the
+# output stays UTF-8 and still says which byte it was; other unencodable characters as
+# backslashreplace writes them.
+ESCAPE = "kafkalog.escape"
+
+
+def _escape(e: UnicodeError) -> tuple[str, int]:
+    if not isinstance(e, UnicodeEncodeError):
+        raise e
+    out = []
+    for c in e.object[e.start:e.end]:
+        n = ord(c)
+        out.append(f"\\x{n - 0xDC00:02x}" if 0xDC80 <= n <= 0xDCFF else
+                   f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}")
+    return "".join(out), e.end
+
+
+codecs.register_error(ESCAPE, _escape)
+
+
+def shown(s: str) -> str:
+    """`s` safe for any UTF-8 output (JSON included): name bytes that are not UTF-8 as
+    \\xNN."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", ESCAPE).decode("utf-8")
+    return s
+
+
+def escape_std_streams() -> None:
+    """Text written to stdout and stderr shows such bytes as \\xNN too, never fails."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=ESCAPE)
+
 
 _STYLES = {"error": "red", "warning": "yellow", "info": "cyan", "ok": "green"}
 

@@ -17,6 +17,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from kafkalog_cli.output.console import ESCAPE, shown
+
 FORMATS = ("text", "json", "jsonl", "csv", "table")
 PAYLOADS = ("utf8", "base64", "hex")
 
@@ -30,8 +32,8 @@ def payload_encoder(kind: str) -> Callable[[bytes | None], str | None]:
     return utf8_visible
 
 
-def _utf8_visible_pure(b: bytes | None) -> str | None:
-    return None if b is None else b.decode("utf-8", "backslashreplace")
+def _utf8_visible_pure(b: bytes | memoryview | None) -> str | None:
+    return None if b is None else str(b, "utf-8", "backslashreplace")  # memoryview too
 
 
 try:  # the compiled one-pass version (same output; see _speedups/fastcodec.pyx)
@@ -42,6 +44,25 @@ try:  # the compiled one-pass version (same output; see _speedups/fastcodec.pyx)
     from kafkalog_cli._speedups.fastcodec import utf8_visible
 except ImportError:
     utf8_visible = _utf8_visible_pure
+
+
+def json_bytes(obj: Any, option: int = 0) -> bytes:
+    """orjson.dumps; a name from the file system that is not UTF-8 (orjson refuses its
+    surrogate escapes) is written with those bytes as \\xNN."""
+    try:
+        return orjson.dumps(obj, option=option)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(_shown_deep(obj), option=option)
+
+
+def _shown_deep(v: Any) -> Any:
+    if isinstance(v, str):
+        return shown(v)
+    if isinstance(v, dict):
+        return {_shown_deep(k): _shown_deep(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_shown_deep(x) for x in v]
+    return v
 
 
 class Renderer:
@@ -60,7 +81,7 @@ class Renderer:
 
 class JsonlRenderer(Renderer):
     def row(self, row: dict[str, Any]) -> None:
-        self.out.write(orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
+        self.out.write(json_bytes(row, orjson.OPT_APPEND_NEWLINE))
 
 
 class JsonRenderer(Renderer):
@@ -73,7 +94,7 @@ class JsonRenderer(Renderer):
     def row(self, row: dict[str, Any]) -> None:
         self.out.write(b"[\n" if self._first else b",\n")
         self._first = False
-        self.out.write(orjson.dumps(row))
+        self.out.write(json_bytes(row))
 
     def close(self) -> None:
         self.out.write(b"[]\n" if self._first else b"\n]\n")
@@ -99,7 +120,7 @@ def cell(v: Any, key: str | None = None, table: bool = False) -> Any:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (list, dict)):
-        v = orjson.dumps(v).decode()
+        v = json_bytes(v).decode()
     elif table and key in TIME_KEYS and isinstance(v, int) and v >= 0:
         from kafkalog_cli.output.console import human_time
 
@@ -132,7 +153,8 @@ class CsvRenderer(Renderer):
 
     def __init__(self, out: BinaryIO | None = None, columns: list[str] | None = None) -> None:
         super().__init__(out)
-        self._text = io.TextIOWrapper(self.out, encoding="utf-8", newline="", write_through=True)
+        self._text = io.TextIOWrapper(self.out, encoding="utf-8", errors=ESCAPE, newline="",
+                                      write_through=True)
         self._columns = columns
         self._held: list[dict[str, Any]] = []
         self._writer: csv.DictWriter[str] | None = None
@@ -199,7 +221,7 @@ class TableRenderer(Renderer):
             cols = list(g[0])
             text = table(cols, [[cell(r[c], c, table=True) for c in cols] for r in g],
                          self._width, tablefmt="simple", disable_numparse=True)
-            self.out.write(text.encode("utf-8", "backslashreplace") + b"\n\n")
+            self.out.write(text.encode("utf-8", ESCAPE) + b"\n\n")
         self._rows = []
 
     def close(self) -> None:
@@ -231,10 +253,10 @@ class TextRenderer(Renderer):
     def row(self, row: dict[str, Any]) -> None:
         line = self._fmt(row)
         if line is not None:
-            self.out.write(line.encode("utf-8", "backslashreplace") + b"\n")
+            self.out.write(line.encode("utf-8", ESCAPE) + b"\n")
 
     def text(self, line: str) -> None:
-        self.out.write(line.encode("utf-8", "backslashreplace") + b"\n")
+        self.out.write(line.encode("utf-8", ESCAPE) + b"\n")
 
 
 def make_renderer(fmt: str, text_formatter: Callable[[dict[str, Any]], str | None],
@@ -255,7 +277,7 @@ def make_renderer(fmt: str, text_formatter: Callable[[dict[str, Any]], str | Non
 def write_document(doc: Any, out: BinaryIO | None = None) -> None:
     """`--format json` of a command whose output is one document rather than rows."""
     o = out or sys.stdout.buffer
-    o.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    o.write(json_bytes(doc, orjson.OPT_INDENT_2) + b"\n")
     o.flush()
 
 

@@ -469,12 +469,10 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
 def _check_leader_epochs(p: Path, f: Findings, leo: int | None,
                          summaries: list[SegmentSummary], fix: str) -> None:
     try:
-        entries = parse_leader_epochs(p.read_text("utf-8"))
-    except (CorruptDataError, UnicodeDecodeError) as e:
-        f.add(ERROR, "LEADER_EPOCH_CORRUPT", p, None, str(getattr(e, "reason", e)) + " (a "
-              "broker reading it takes the log dir offline; recover writes it again from the "
-              "batches)",
-              fix=fix)
+        entries = parse_leader_epochs(p.read_bytes())
+    except CorruptDataError as e:
+        f.add(ERROR, "LEADER_EPOCH_CORRUPT", p, e.pos, e.reason + " (a broker reading it takes "
+              "the log dir offline; recover writes it again from the batches)", fix=fix)
         return
     for (e1, o1), (e2, o2) in epoch_order_errors(entries):
         f.add(ERROR, "LEADER_EPOCH_ORDER", p, None,
@@ -515,7 +513,9 @@ def check_log_dir_files(ld: LogDir, f: Findings, leos: dict[tuple[str, int], int
     for name in ld.bad_dirs:
         f.add(ERROR, "LOGDIR_BAD_DIR", ld.path / name, None,
               "directory name does not parse as <topic>-<partition>: the broker refuses to "
-              "start (KafkaException in LogManager.loadLogs)", fix="move it out of the log dir")
+              "start (KafkaException in LogManager.loadLogs)" if naming.is_utf8(name) else
+              "directory name is not UTF-8: Java decodes it lossily, so a broker cannot open "
+              "the partition's files", fix="move it out of the log dir")
     for name in ld.unknown:
         f.add(WARNING, "UNKNOWN_FILE", ld.path / name, None, "not a file Kafka writes in a log dir")
     if naming.CLEAN_SHUTDOWN not in ld.root_files and ld.partitions:
@@ -538,7 +538,7 @@ def check_log_dir_files(ld: LogDir, f: Findings, leos: dict[tuple[str, int], int
         try:
             cp = ld.checkpoint(name)
         except CorruptDataError as e:
-            f.add(ERROR, "CHECKPOINT_CORRUPT", e.path or ld.path / name, None,
+            f.add(ERROR, "CHECKPOINT_CORRUPT", e.path or ld.path / name, e.pos,
                   f"{e.reason} (the broker treats it as empty)", fix=recover_command(ld.path))
             continue
         if cp is None:

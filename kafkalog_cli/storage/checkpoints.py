@@ -19,11 +19,9 @@ def read_offsets(path: Path) -> dict[tuple[str, int], int]:
     except FileNotFoundError:
         return {}
     try:
-        return parse_offsets(data.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise CorruptDataError(f"not UTF-8 text: {e.reason}", str(path), e.start) from None
+        return parse_offsets(data)
     except CorruptDataError as e:
-        raise e.located(str(path)) from None
+        raise e.located(str(path), 0) from None
 
 
 def recovery_point(part: PartitionDir) -> int:

@@ -31,15 +31,15 @@ from kafkalog_cli.codec.control import ABORT, COMMIT, parse_control
 from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.message_v01 import LegacyBatch, encode_message_set
 from kafkalog_cli.codec.model import Header
-from kafkalog_cli.errors import CorruptDataError, KafkalogError
+from kafkalog_cli.errors import CorruptDataError, KafkalogError, locating
 from kafkalog_cli.storage import naming, safety
 from kafkalog_cli.storage.faults import crash_point
 from kafkalog_cli.storage.files import fsync_dir
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.offset_map import ENTRY, FullError, OffsetMap
-from kafkalog_cli.storage.producers import ProducerState
+from kafkalog_cli.storage.producers import ProducerState, reconcile_txn_entries
 from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.rebuild import rebuild_segment
+from kafkalog_cli.storage.rebuild import rebuild_segment, txn_on_disk
 from kafkalog_cli.storage.replace import SEGMENT_FILE_KINDS, replace_segments
 from kafkalog_cli.storage.retention import largest_timestamp
 from kafkalog_cli.storage.segment import Segment, log_end_offset
@@ -88,17 +88,21 @@ class RoundResult:
 
 
 def replay(part: PartitionDir) -> tuple[ProducerState, list[ie.AbortedTxn]]:
-    """Producer state at the log end and every aborted transaction, from the log itself."""
+    """Producer state at the log end and every aborted transaction, from the log itself and
+    the `.txnindex` entries it admits (the broker's cleaner reads only those: an earlier
+    round's entry keeps the original first offset of data it removed)."""
     st = ProducerState()
     aborted: list[ie.AbortedTxn] = []
     for seg in part.segments:
+        markers = []
         for _p, b in seg.batches():
             try:
-                a = st.append(b)
+                m = st.append_batch(b)
             except CorruptDataError:
-                a = None
-            if a is not None:
-                aborted.append(a)
+                m = None
+            if m is not None:
+                markers.append(m)
+        aborted.extend(reconcile_txn_entries(markers, txn_on_disk(seg)))
     return st, aborted
 
 
@@ -212,17 +216,18 @@ def build_offset_map(part: PartitionDir, rng: CleanRange, aborted: list[ie.Abort
                                         part.segments[i + 1].base_offset > start)]
     for i, seg in enumerate(segs):
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else end
-        for _p, b in seg.batches():
-            if b.base_offset >= end if b.magic == 2 else b.last_offset >= end:
-                break
-            discard = tracker.on_batch(b)
-            if not b.is_control and not discard:
-                for r in b.records():
-                    if r.key is not None and r.offset >= start:
-                        try:
-                            m.put(r.key, r.offset)
-                        except FullError:
-                            return m, m.latest_offset + 1, True
+        for pos, b in seg.batches():
+            with locating(seg.log_path, pos):
+                if b.base_offset >= end if b.magic == 2 else b.last_offset >= end:
+                    break
+                discard = tracker.on_batch(b)
+                recs = b.records() if not b.is_control and not discard else []
+            for r in recs:
+                if r.key is not None and r.offset >= start:
+                    try:
+                        m.put(r.key, r.offset)
+                    except FullError:
+                        return m, m.latest_offset + 1, True
             if b.last_offset >= start:
                 latest = max(latest, b.last_offset)
         latest = max(latest, nxt - 1)
@@ -345,9 +350,10 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
                 *, dry_run: bool = False, fsync: bool = True) -> RoundResult:
     expected = 0
     for s in part.segments:
-        for _p, b in s.batches():
-            if b.last_offset >= rng.first_dirty and b.base_offset < rng.first_uncleanable:
-                expected += b.count if b.magic == 2 else 1
+        for pos, b in s.batches():
+            with locating(s.log_path, pos):
+                if b.last_offset >= rng.first_dirty and b.base_offset < rng.first_uncleanable:
+                    expected += b.count if b.magic == 2 else 1
     m, end, full = build_offset_map(part, rng, aborted, cfg, expected)
     res = RoundResult(end, map_full=full)
     active = {pid: (e.last_offset, e.epoch) for pid, e in state.entries.items()
@@ -371,13 +377,13 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
             for seg in group:
                 seg_mtime = int(os.stat(seg.log_path).st_mtime * 1000)
                 keep_tomb = seg_mtime > legacy_horizon
-                for _p, b in seg.batches():
+                for pos, b in seg.batches():
                     res.batches_in += 1
                     res.bytes_in += b.size
-                    n_in = b.count
-                    res.records_in += n_in
-                    data, n_out = _filter_batch(b, tracker.on_batch(b), m, now, cfg, active,
-                                                rng.first_uncleanable, keep_tomb)
+                    with locating(seg.log_path, pos):
+                        res.records_in += b.count
+                        data, n_out = _filter_batch(b, tracker.on_batch(b), m, now, cfg,
+                                                    active, rng.first_uncleanable, keep_tomb)
                     if data is None:
                         continue
                     res.batches_out += 1

@@ -105,10 +105,10 @@ class LogDir:
             if not p.exists():
                 return None
             try:
-                self._checkpoints[name] = parse_offsets(read_regular(p).decode("utf-8"))
-            except (CorruptDataError, UnicodeDecodeError, OSError, LogDirIOError) as e:
+                self._checkpoints[name] = parse_offsets(read_regular(p))
+            except (CorruptDataError, OSError, LogDirIOError) as e:
                 err = e if isinstance(e, CorruptDataError) else CorruptDataError(str(e))
-                self._checkpoints[name] = err.located(str(p))
+                self._checkpoints[name] = err.located(str(p), 0)
         v = self._checkpoints[name]
         if isinstance(v, CorruptDataError):
             raise v

@@ -135,9 +135,21 @@ class PartitionName:
     state: str = ""  # "", "delete", "future" or "stray"
 
 
+def is_utf8(name: str) -> bool:
+    """False for a name from the file system holding bytes that are not UTF-8 (Python keeps
+    them as surrogate escapes, PEP 383). Java decodes such a name lossily, so a broker can
+    list the entry but never open it by that name."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_partition_dir(name: str) -> PartitionName | None:
-    """LocalLog.parseTopicPartitionName; None where Kafka would throw."""
-    if not name or "-" not in name:
+    """LocalLog.parseTopicPartitionName; None where Kafka would throw, or could not open
+    the dir (a name that is not UTF-8)."""
+    if not name or "-" not in name or not is_utf8(name):
         return None
     state = ""
     for suffix, rx in _DIR_SUFFIX_RE.items():

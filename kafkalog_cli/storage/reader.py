@@ -34,7 +34,10 @@ def seek_position(seg: Segment, offset: int) -> int:
             _, size = LOG_OVERHEAD.unpack(head)
             if size < 14 or size > 1 << 30:
                 return 0
-            batch = decode_entry(head + f.read(size))
+            body = f.read(size)
+            if len(body) < size:  # the entry runs past the end of the file
+                return 0
+            batch = decode_entry(head + body)
     except (OSError, CorruptDataError):
         return 0
     # a broker's multi-batch append indexes the append's last offset at its first batch

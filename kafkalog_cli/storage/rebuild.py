@@ -6,8 +6,18 @@
           offset index += (batch last offset, batch start position)
           time index maybe += (max timestamp so far, its offset)         (only if ts grew)
       valid_bytes += batch size
-      producer state; an ABORT marker adds a .txnindex entry
+      producer state; an ABORT marker adds a .txnindex entry (if data of it was seen)
     finally: time index maybe += (max ts, its offset) -- the entry retention reads
+Given the `.txnindex` entries on disk, an entry the cleaner kept for a marker whose data it
+removed is kept too (producers.reconcile_txn_entries): Kafka's recovery would drop it.
+
+Where the broker's recovery finds its index full it throws ("Attempt to append to a full
+time index") instead of rolling, and the broker does not start: its append path counts index
+entries from where it last (re)started, so a segment written across restarts can hold more
+interval crossings than segment.index.bytes allows. `Rebuilt.splits` says where to cut the
+segment so every piece recovers: at a crossing that finds the offset index full (entries >=
+max) or the time index full (entries >= max - 1: one slot is kept for the entry written on
+roll), the next piece starts with that batch, as a roll there would have.
 Entries in the time index need a strictly larger timestamp than the last one; the first
 needs ts >= 0 (an empty index's last entry is (-1, base)).
 With `rules` (recover), a batch also stops the scan when it breaks any rule verify checks
@@ -19,11 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafkalog_cli.codec import index_entry as ie
+from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.batch_rules import BatchRules
-from kafkalog_cli.storage.producers import ProducerState
+from kafkalog_cli.storage.producers import AbortMarker, ProducerState, reconcile_txn_entries
 from kafkalog_cli.storage.segment import Segment
 
 DEFAULT_INDEX_INTERVAL = 4096
@@ -35,6 +46,8 @@ class Rebuilt:
     offset_entries: list[tuple[int, int]] = field(default_factory=list)  # (relative, position)
     time_entries: list[tuple[int, int]] = field(default_factory=list)  # (timestamp, relative)
     txn_entries: list[ie.AbortedTxn] = field(default_factory=list)
+    abort_markers: list[AbortMarker] = field(default_factory=list)
+    splits: list[tuple[int, int]] = field(default_factory=list)  # (base offset, position)
     valid_bytes: int = 0
     file_size: int = 0
     max_timestamp: int = -1
@@ -65,11 +78,61 @@ class _TimeIndexBuilder:
             self.last = (ts, offset)
 
 
+@dataclass
+class IndexCapacity:
+    """Entries the broker's indexes hold (AbstractIndex: maxIndexSize // entry size)."""
+
+    offset_entries: int = DEFAULT_INDEX_BYTES // ie.OFFSET_ENTRY.size
+    time_entries: int = DEFAULT_INDEX_BYTES // ie.TIME_ENTRY.size
+
+    @classmethod
+    def of(cls, index_bytes: int) -> IndexCapacity:
+        """From segment.index.bytes, or a preallocated index file's size (a lower bound)."""
+        return cls(index_bytes // ie.OFFSET_ENTRY.size, index_bytes // ie.TIME_ENTRY.size)
+
+
+class _Pieces:
+    """LogSegment.recover's index counting on the segment cut at the splits made so far."""
+
+    def __init__(self, interval: int, cap: IndexCapacity) -> None:
+        self.interval, self.cap = interval, cap
+        self.start = self.last_index = self.offsets = self.times = 0
+        self.max_ts = self.last_ts = -1
+
+    def starts_piece(self, pos: int, b: Batch) -> bool:
+        self.max_ts = max(self.max_ts, b.max_timestamp)
+        if pos - self.start - self.last_index <= self.interval:
+            return False
+        if self.offsets >= self.cap.offset_entries or self.times >= self.cap.time_entries - 1:
+            self.start, self.last_index, self.offsets, self.times = pos, 0, 0, 0
+            self.max_ts, self.last_ts = b.max_timestamp, -1
+            return True
+        self.offsets += 1
+        if self.max_ts > self.last_ts:
+            self.times, self.last_ts = self.times + 1, self.max_ts
+        self.last_index = pos - self.start
+        return False
+
+
+def txn_on_disk(seg: Segment) -> list[ie.AbortedTxn]:
+    """The segment's `.txnindex` entries as they are (none if absent or unreadable)."""
+    try:
+        idx = seg.txn_index()
+    except OSError:
+        return []
+    return list(idx.entries) if idx is not None else []
+
+
 def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
                     state: ProducerState | None = None,
                     max_entries: int = DEFAULT_INDEX_BYTES // 8,
+                    txn_on_disk: list[ie.AbortedTxn] | None = None,
+                    capacity: IndexCapacity | None = None,
                     rules: BatchRules | None = None) -> Rebuilt:
-    """Recompute a segment's indexes from its `.log`, as LogSegment.recover does."""
+    """Recompute a segment's indexes from its `.log`, as LogSegment.recover does;
+    `txn_on_disk`: the segment's current `.txnindex` entries, `capacity`: the broker's, to
+    find the splits (see the module doc); `rules` (recover): verify's batch rules, each
+    batch checked against them too."""
     base = seg.base_offset
     r = Rebuilt(file_size=seg.size)
     tb = _TimeIndexBuilder(base)
@@ -77,6 +140,7 @@ def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
     last_index_pos = 0
     max_ts, max_ts_off = -1, base
     stops: list[Damage] = []
+    pieces = _Pieces(interval, capacity) if capacity is not None else None
     for pos, b in seg.batches(on_damage=stops.append):
         if stops:
             break
@@ -93,6 +157,8 @@ def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
             stops.append(Damage(pos, "offset-overflow",
                                 f"offset {last} does not fit relative to base {base}", b.size))
             break
+        if pieces is not None and pieces.starts_piece(pos, b):
+            r.splits.append((b.base_offset, pos))
         if b.max_timestamp > max_ts:
             max_ts, max_ts_off = b.max_timestamp, last
         if r.valid_bytes - last_index_pos > interval:
@@ -109,11 +175,12 @@ def rebuild_segment(seg: Segment, interval: int = DEFAULT_INDEX_INTERVAL,
         r.batches += 1
         r.next_offset = last + 1
         try:
-            aborted = state.append(b)
+            marker = state.append_batch(b)
         except CorruptDataError:
-            aborted = None
-        if aborted is not None:
-            r.txn_entries.append(aborted)
+            marker = None
+        if marker is not None:
+            r.abort_markers.append(marker)
+    r.txn_entries = reconcile_txn_entries(r.abort_markers, txn_on_disk or [])
     tb.maybe_append(max_ts, max_ts_off)
     r.time_entries = tb.entries
     r.max_timestamp, r.offset_of_max_timestamp = max_ts, max_ts_off

@@ -9,7 +9,9 @@ Plan, in the broker's order:
      is cut at the first torn batch, or the first breaking any rule of batch_rules.py
      (verify's own: CRC, offset order, records that do not decode...), and every later
      segment goes
-  4. indexes that are missing or differ from a rebuild are rewritten
+  4. indexes that are missing or differ from a rebuild are rewritten; a segment on which
+     the broker's own recovery would find an index full (and not start) is cut where its
+     append path should have rolled (rebuild.py, split.py)
   5. producer snapshots that do not decode are rebuilt from the log, a leader-epoch
      checkpoint that does not parse (or is out of order) from the batches' epochs
   6. the recovery point becomes the log end offset (commands/recover.py)
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog_cli.codec import compression
+from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.checkpoint import (
     epoch_order_errors,
     format_leader_epochs,
@@ -45,9 +48,16 @@ from kafkalog_cli.storage.log_state import LogEnd, epochs_from_log, state_at
 from kafkalog_cli.storage.logdir import PartitionDir
 from kafkalog_cli.storage.producers import ProducerState
 from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_INTERVAL, Rebuilt, rebuild_segment
+from kafkalog_cli.storage.rebuild import (
+    DEFAULT_INDEX_INTERVAL,
+    IndexCapacity,
+    Rebuilt,
+    rebuild_segment,
+    txn_on_disk,
+)
 from kafkalog_cli.storage.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
 from kafkalog_cli.storage.segment import Segment, iter_batches, log_end_offset
+from kafkalog_cli.storage.split import Split, split_segment
 
 
 @dataclass
@@ -61,9 +71,12 @@ class Action:
     offsets: tuple[int, int] | None = None
     records: int | None = None
     data: bytes | None = None  # new bytes of an index, snapshot or epoch checkpoint
+    split: Split | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"action": self.kind, "file": str(self.path), "reason": self.reason}
+        if self.split is not None:
+            d["splitAt"] = [off for off, _pos in self.split.cuts]
         if self.to is not None:
             d["to"] = str(self.to)
         if self.start is not None:
@@ -172,9 +185,43 @@ def _last_offset_before(segs: list[Segment], i: int) -> int | None:
     return None if leo is None else leo - 1
 
 
+def _preallocated_size(path: Path, slot: int) -> int | None:
+    """The size of an index file that still ends in a zero slot (the preallocated tail a
+    killed broker leaves; a closed index is trimmed to its last real entry), else None.
+    Reads one slot: an active index is segment.index.bytes long (10 MiB by default)."""
+    try:
+        size = os.stat(path).st_size
+        if size < slot:
+            return None
+        with open(path, "rb") as f:
+            f.seek(size - slot)
+            tail = f.read(slot)
+    except OSError:
+        return None
+    return size if tail == bytes(slot) else None
+
+
+def index_capacity(segs: list[Segment]) -> IndexCapacity | None:
+    """What segment.index.bytes allows, from the last segment's indexes if they still have
+    the zero tail a killed broker leaves (preallocated to that size); None if unknown."""
+    last = next((s for s in reversed(segs) if s.has_log), None)
+    if last is None:
+        return None
+    sizes = [_preallocated_size(last.path(kind), entry.size)
+             for kind, entry in ((naming.INDEX, ie.OFFSET_ENTRY),
+                                 (naming.TIMEINDEX, ie.TIME_ENTRY))]
+    found = [IndexCapacity.of(n) for n in sizes if n is not None]
+    if not found:
+        return None
+    return IndexCapacity(min(c.offset_entries for c in found),
+                         min(c.time_entries for c in found))
+
+
 def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = False,
                    force: bool = False, interval: int = DEFAULT_INDEX_INTERVAL,
-                   max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED) -> Plan:
+                   max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED,
+                   capacity: IndexCapacity | None = None) -> Plan:
+    """`capacity`: the broker's index sizes (default: index_capacity(), else Kafka's)."""
     plan = Plan(part)
     plan.loader = plan_temp_file_passes(part.path)
     segs = _effective_segments(part, plan.loader)
@@ -185,6 +232,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
     segs = [s for s in segs if s.has_log]
     if not segs:
         return plan
+    cap = capacity or index_capacity(segs) or IndexCapacity()
     floor = validation_floor([s.base_offset for s in segs], recovery_point)
     state: ProducerState | None = None
     rules: BatchRules | None = None
@@ -197,15 +245,16 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
             state = state_at(part, segs, seg.base_offset)
             rules = BatchRules(max_decompressed=max_decompressed,
                                prev_last=_last_offset_before(segs, i))
-        r = rebuild_segment(seg, interval, state, rules=rules)
+        r = rebuild_segment(seg, interval, state, txn_on_disk=txn_on_disk(seg), capacity=cap,
+                            rules=rules)
         if r.truncated:
-            if not _plan_cut(plan, segs, i, r, force):
+            if not _plan_cut(plan, segs, i, r, force, cap, interval):
                 return plan
             plan.validated.add(seg.base_offset)
             end = (seg.base_offset, r.valid_bytes)
             break
         plan.validated.add(seg.base_offset)
-        _index_actions(plan, seg, r)
+        _index_actions(plan, seg, r, cap, interval)
         if r.next_offset is not None:
             plan.log_end_offset = r.next_offset
     if end is None:
@@ -218,7 +267,8 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
     return plan
 
 
-def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool) -> bool:
+def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
+              cap: IndexCapacity, interval: int) -> bool:
     """Plan cutting segs[i] at the first bad batch and removing every later segment, as
     LogLoader does; False (and a problem) when whole batches follow and not `force`."""
     seg, later = segs[i], segs[i + 1:]
@@ -250,7 +300,7 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool) 
         start=r.valid_bytes, end=r.file_size,
         offsets=(first, last) if first is not None and last is not None else None,
         records=nrec))
-    _index_actions(plan, seg, r)
+    _index_actions(plan, seg, r, cap, interval)
     for s in later:
         for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
             p = s.path(kind)
@@ -301,8 +351,8 @@ def _epoch_actions(plan: Plan, segs: list[Segment], end: LogEnd | None) -> None:
     if not plan.part.has(naming.LEADER_EPOCH):
         return
     try:
-        entries = parse_leader_epochs(read_regular(p).decode("utf-8"))
-    except (CorruptDataError, UnicodeDecodeError):
+        entries = parse_leader_epochs(read_regular(p))
+    except CorruptDataError:
         why = "leader-epoch checkpoint does not parse"
     except (OSError, LogDirIOError):
         return
@@ -315,7 +365,16 @@ def _epoch_actions(plan: Plan, segs: list[Segment], end: LogEnd | None) -> None:
                                data=data))
 
 
-def _index_actions(plan: Plan, seg: Segment, r: Rebuilt) -> None:
+def _index_actions(plan: Plan, seg: Segment, r: Rebuilt, cap: IndexCapacity,
+                   interval: int) -> None:
+    if r.splits:  # the pieces get their own indexes
+        plan.actions.append(Action(
+            "split", seg.log_path,
+            f"the broker's recovery would find an index full at offset {r.splits[0][0]} "
+            f"({cap.offset_entries} offset / {cap.time_entries} time index entries) and not "
+            f"start: cut into {len(r.splits) + 1} segments where it should have rolled",
+            split=Split(seg.base_offset, r.splits, r.valid_bytes, interval, r.txn_entries)))
+        return
     oi, ti, tx = r.index_bytes()
     for kind, data in ((naming.INDEX, oi), (naming.TIMEINDEX, ti), (naming.TXNINDEX, tx)):
         p = seg.path(kind)
@@ -362,6 +421,9 @@ def apply_plan(plan: Plan, quarantine: Quarantine, *, fsync: bool = True) -> Non
             crash_point("recover.rewrite.before")
             atomic_write(a.path, a.data or b"", root=root, fsync=fsync)
             crash_point("recover.rewrite.after")
+        elif a.kind == "split":
+            assert a.split is not None
+            split_segment(plan.part.path, a.split, quarantine, fsync=fsync)
     # later segments go newest first, `.log` before its indexes, so a crash leaves at most
     # orphan indexes (which the next run removes), never a log missing its predecessors
     removals = [a for a in plan.actions if a.kind == "remove"]

@@ -13,6 +13,7 @@ from kafkalog_cli.storage.rebuild import (
     DEFAULT_INDEX_BYTES,
     DEFAULT_INDEX_INTERVAL,
     rebuild_segment,
+    txn_on_disk,
 )
 
 
@@ -41,7 +42,8 @@ def reindex_partition(part: PartitionDir, *, bases: set[int] | None = None,
             for _pos, b in seg.batches():  # keep producer state current
                 state.append(b)
             continue
-        r = rebuild_segment(seg, interval, state, max_entries=index_bytes // 8)
+        r = rebuild_segment(seg, interval, state, max_entries=index_bytes // 8,
+                            txn_on_disk=txn_on_disk(seg))
         damage = None
         if r.stop is not None or r.truncated:
             damage = (f"{seg.log_path}:{r.valid_bytes}: "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs
-from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.errors import CorruptDataError, locating
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.files import read_regular
 from kafkalog_cli.storage.logdir import PartitionDir
@@ -51,9 +51,8 @@ def epoch_for_offset(part: PartitionDir, offset: int | None) -> int | None:
     if not part.has(naming.LEADER_EPOCH):
         return None
     try:
-        entries = parse_leader_epochs(read_regular(part.path / naming.LEADER_EPOCH)
-                                      .decode("utf-8"))
-    except (CorruptDataError, OSError, UnicodeDecodeError):
+        entries = parse_leader_epochs(read_regular(part.path / naming.LEADER_EPOCH))
+    except (CorruptDataError, OSError):
         return None
     if offset is None:
         return entries[-1][0] if entries else None
@@ -133,10 +132,12 @@ def _in_segment(seg: Segment, target: int, log_start: int) -> Found:
         except OSError:
             pass
     pos = seek_position(seg, max(offset_hint, log_start))
-    for _pos, b in seg.batches(pos):
+    for bpos, b in seg.batches(pos):
         if b.max_timestamp < target or b.last_offset < log_start:
             continue
-        for r in b.records():
+        with locating(seg.log_path, bpos):  # records that do not decode: an error, as Kafka's
+            recs = b.records()
+        for r in recs:
             if r.timestamp >= target and r.offset >= log_start:
                 return Found(r.offset, r.timestamp, _epoch(b.partition_leader_epoch))
     return Found(None, None)

@@ -16,6 +16,10 @@ How the broker knows the same things (ProducerStateManager, UnifiedLog, KIP-664)
 4. `.txnindex` entries are read too and merged with the markers by (producer, marker
    offset), so each aborted transaction says where it was seen; a snapshot written at the
    log end is compared with the computed open transactions.
+5. A marker whose data the cleaner removed completes no transaction (as in the broker's
+   producer state), but the cleaner keeps its entry for one more round with the original
+   first offset and LSO: an entry the marker admits (producers.AbortMarker.admits) is
+   reported as the broker has it, so the list equals the broker's `.txnindex` after cleaning.
 
 Hanging means what `kafka-transactions.sh find-hanging` means: open, and no batch of the
 producer for longer than the maximum transaction timeout.
@@ -30,7 +34,7 @@ from kafkalog_cli.codec.snapshot import ProducerEntry, decode_snapshot
 from kafkalog_cli.errors import CorruptDataError, KafkalogError
 from kafkalog_cli.storage import naming
 from kafkalog_cli.storage.logdir import PartitionDir
-from kafkalog_cli.storage.producers import ProducerState
+from kafkalog_cli.storage.producers import AbortMarker, ProducerState
 from kafkalog_cli.storage.segment import DamageSink
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000  # kafka-transactions.sh find-hanging
@@ -127,7 +131,8 @@ def partition_transactions(part: PartitionDir,
     log_end = first_base
     for seg in segs:
         log_end = max(log_end, seg.base_offset)
-        for _pos, b in seg.batches(on_damage=on_damage):
+        markers: dict[tuple[int, int], tuple[AbortMarker, int, int]] = {}  # + epoch, time
+        for pos, b in seg.batches(on_damage=on_damage):
             log_end = max(log_end, b.last_offset + 1)
             pid = b.producer_id
             if b.magic < 2 or pid < 0:
@@ -142,7 +147,11 @@ def partition_transactions(part: PartitionDir,
                                  f"{b.base_offset} does not decode: {e.reason}")
                     continue
             try:
-                entry = state.append(b)
+                abort = state.append_batch(b)
+            except CorruptDataError as e:
+                notes.append(f"{e.located(str(seg.log_path), pos)} (batch at offset "
+                             f"{b.base_offset})")
+                continue
             except KafkalogError as e:
                 notes.append(f"batch at offset {b.base_offset}: {e}")
                 continue
@@ -150,7 +159,10 @@ def partition_transactions(part: PartitionDir,
                 details.pop(pid, None)
                 if marker.type == COMMIT:
                     committed += 1
-                if entry is not None:
+                if abort is not None:
+                    markers[(pid, abort.offset)] = (abort, b.producer_epoch, b.max_timestamp)
+                if abort is not None and abort.entry is not None:
+                    entry = abort.entry
                     aborted[(pid, entry.last_offset)] = AbortedTxn(
                         pid, b.producer_epoch, entry.first_offset, entry.last_offset,
                         entry.last_stable_offset, b.max_timestamp, ["marker"])
@@ -169,19 +181,29 @@ def partition_transactions(part: PartitionDir,
         except OSError as e:
             notes.append(f"{seg.path(naming.TXNINDEX).name}: unreadable: {e.strerror}")
         for ent in txi.entries if txi else []:
-            a = aborted.get((ent.producer_id, ent.last_offset))
-            if a is None:
-                aborted[(ent.producer_id, ent.last_offset)] = AbortedTxn(
+            key = (ent.producer_id, ent.last_offset)
+            a = aborted.get(key)
+            seen = markers.get(key)
+            if seen is not None and seen[0].admits(ent):  # as the broker has it (item 5)
+                if a is None:
+                    a = aborted[key] = AbortedTxn(ent.producer_id, seen[1], ent.first_offset,
+                                                  ent.last_offset, ent.last_stable_offset,
+                                                  seen[2], ["marker"])
+                a.first_offset, a.last_stable_offset = ent.first_offset, ent.last_stable_offset
+                a.sources.append("txnindex")
+            elif a is None:
+                aborted[key] = AbortedTxn(
                     ent.producer_id, None, ent.first_offset, ent.last_offset,
                     ent.last_stable_offset, sources=["txnindex"])
+                notes.append(f"{seg.path(naming.TXNINDEX).name}: entry for producer "
+                             f"{ent.producer_id} at {ent.last_offset} matches no ABORT marker "
+                             "with data of it in the log")
             else:
                 a.sources.append("txnindex")
-                if (a.first_offset, a.last_stable_offset) != (ent.first_offset,
-                                                              ent.last_stable_offset):
-                    notes.append(f"{seg.path(naming.TXNINDEX).name}: entry for producer "
-                                 f"{ent.producer_id} at {ent.last_offset} says first offset "
-                                 f"{ent.first_offset} / LSO {ent.last_stable_offset}, the log "
-                                 f"{a.first_offset} / {a.last_stable_offset}")
+                notes.append(f"{seg.path(naming.TXNINDEX).name}: entry for producer "
+                             f"{ent.producer_id} at {ent.last_offset} says first offset "
+                             f"{ent.first_offset} / LSO {ent.last_stable_offset}, the log "
+                             f"{a.first_offset} / {a.last_stable_offset}")
 
     open_txns = sorted(details.values(), key=lambda t: t.first_offset)
     if set(details) != set(state.ongoing):  # both views are built from the same batches

@@ -231,7 +231,7 @@ class PartitionWriter:
         p = self.directory / naming.LEADER_EPOCH
         if p.exists():
             try:
-                self.epochs = parse_leader_epochs(p.read_text("utf-8"))
+                self.epochs = parse_leader_epochs(p.read_bytes())
             except CorruptDataError:
                 self.epochs = []
 

@@ -256,8 +256,17 @@ def test_record_batch_looks_the_decoder_up_at_call_time(monkeypatch):
 @given(sections(), base_offsets, base_timestamps, base_sequences, log_append_times)
 def test_valid_sections(section, base_offset, base_timestamp, base_sequence, lat):
     data, count = section
-    kind, _ = _same(data, count, base_offset, base_timestamp, base_sequence, lat)
-    assert kind == "ok"
+    kind = _same(data, count, base_offset, base_timestamp, base_sequence, lat)[0]
+    assert kind == _expected(data, count, base_offset, base_timestamp, lat)
+
+
+def _expected(data, count, base_offset, base_timestamp, lat=None):
+    """ok, unless a record's offset or CreateTime (base + delta) leaves the 64-bit range."""
+    deltas = decode_records_pure(data, count, 0, 0, -1, None)
+    fits = all(INT64[0] <= base_offset + r.offset <= INT64[1] and
+               (lat is not None or INT64[0] <= base_timestamp + r.timestamp <= INT64[1])
+               for r in deltas)
+    return "ok" if fits else "CorruptBatch"
 
 
 @needs_ext
@@ -265,8 +274,8 @@ def test_valid_sections(section, base_offset, base_timestamp, base_sequence, lat
 @given(odd_sections(), base_offsets, base_timestamps, base_sequences)
 def test_non_canonical_varints(section, base_offset, base_timestamp, base_sequence):
     data, count = section
-    kind, _ = _same(data, count, base_offset, base_timestamp, base_sequence)
-    assert kind == "ok"
+    kind = _same(data, count, base_offset, base_timestamp, base_sequence)[0]
+    assert kind == _expected(data, count, base_offset, base_timestamp)
 
 
 @needs_ext
@@ -393,16 +402,23 @@ def test_buffer_types(kind):
 
 
 @needs_ext
-@pytest.mark.parametrize("args", [
-    (2**63 - 1, 2**63 - 1, 2**31 - 1, None),   # sums overflow 64 bits: Python ints
-    (-(2**63), -(2**63), 0, None),
-    (2**70, -(2**70), 2**40, 2**80),           # arguments beyond 64 bits
-    (True, False, True, True),                 # bools are ints to the pure code
+@pytest.mark.parametrize(("args", "outcome"), [
+    # base + delta past a long: both paths fail the batch with the same reason and position
+    ((2**63 - 1, 0, 0, None), ("record offset does not fit a long", 0)),
+    ((0, 2**63 - 1, 0, None), ("record timestamp does not fit a long", 0)),
+    ((-(2**63), -(2**63), 0, None), ("record offset does not fit a long", 20)),
+    ((2**70, -(2**70), 2**40, 2**80), ("record offset does not fit a long", 0)),  # > 64 bits
+    ((0, 2**63 - 1, 0, 5), None),  # LogAppendTime: the deltas are not used
+    ((True, False, True, True), None),  # bools are ints to the pure code
 ])
-def test_extreme_arguments(args):
+def test_extreme_arguments(args, outcome):
     data = encode_record(2**31 - 1, 2**63 - 1, None, b"", []) + encode_record(
         -(2**31), -(2**63), b"", None, [])
-    assert _same(data, 2, *args)[0] == "ok"
+    got = _same(data, 2, *args)
+    if outcome is None:
+        assert got[0] == "ok"
+    else:
+        assert got[0] == "CorruptBatch" and got[2:] == outcome
     assert _same(data, 2**70, *args)[0] == "CorruptBatch"
 
 

@@ -3,6 +3,10 @@
 Needs ``make kafka-ref`` (Maven Central + npm); without it every test here FAILS (never
 skips) with a message saying so. All session fixtures are lazy: a test that only needs
 kafka-dump-log never starts a broker.
+
+Tests that take ``broker_version`` (directly, or through ``kafka_corpus``) run once per KRaft
+broker of the reference, 3.9.x and 4.x (ids ``kafka3`` / ``kafka4``), with the same
+assertions; a broker-written thing they share is built once per version and session.
 """
 from __future__ import annotations
 
@@ -45,7 +49,10 @@ def pytest_collection_modifyitems(config, items):
         if HERE not in Path(str(item.fspath)).resolve().parents:
             continue
         item.add_marker(pytest.mark.conformance)
-        reason = missing or (kafka4_missing if item.get_closest_marker("kafka4") else None)
+        judged_by_4 = item.get_closest_marker("kafka4") is not None or (
+            getattr(item, "callspec", None) is not None
+            and item.callspec.params.get("broker_version") == "kafka4")
+        reason = missing or (kafka4_missing if judged_by_4 else None)
         if reason:
             # Without .kafka-ref every test FAILS (not errors in a fixture, never skips):
             # no fixture is set up, the test body is replaced by the failure.
@@ -71,10 +78,18 @@ def _require_kafka_ref(kafka_reference):
     return kafka_reference
 
 
+@pytest.fixture(scope="session", params=["kafka3", "kafka4"])
+def broker_version(request, kafka_reference) -> str:
+    """The KRaft broker that judges: the reference's 3.9.x, then its 4.x."""
+    major = {"kafka3": 0, "kafka4": 1}[request.param]
+    return kafka_ref.kraft_versions()[major]
+
+
 @pytest.fixture(scope="session")
-def kafka_corpus(kafka_reference) -> broker_corpus.Corpus:
+def kafka_corpus(broker_version) -> broker_corpus.Corpus:
     """The broker-written corpus (generated once per Kafka version + recipe, cached)."""
-    return broker_corpus.ensure_corpus(log=lambda msg: print(msg, file=sys.stderr))
+    return broker_corpus.ensure_corpus(broker_version,
+                                       log=lambda msg: print(msg, file=sys.stderr))
 
 
 @pytest.fixture(scope="session")
@@ -89,7 +104,9 @@ def _log_files(root: Path) -> list[str]:
 
 @pytest.fixture(scope="session")
 def corpus_dump_log(kafka_corpus) -> kafka_ref.DumpLogView:
-    view = kafka_ref.DumpLogView(_log_files(kafka_corpus.log_dir))
+    """kafka-dump-log of the corpus's own Kafka version over all its .log files."""
+    view = kafka_ref.DumpLogView(_log_files(kafka_corpus.log_dir),
+                                 kafka4=kafka_ref.is_kafka4(kafka_corpus.version))
     assert view.returncode == 0, view.stderr[-3000:]
     return view
 

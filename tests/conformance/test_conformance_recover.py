@@ -166,13 +166,15 @@ def _active_batches(log_dir: Path) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def crashed(kafka_reference, tmp_path_factory) -> dict:
+def crashed(broker_version, tmp_path_factory) -> dict:
     """Produce, kill -9 mid-produce, copy twice, damage both copies identically."""
-    return once(tmp_path_factory, "crashed", _crash)
+    return once(tmp_path_factory, f"crashed-{broker_version}",
+                lambda root: _crash(root, broker_version))
 
 
-def _crash(root: Path) -> dict:
-    b = kafka_ref.KafkaBroker(work_dir=root / "work", props=CRASH_PROPS, name="crash")
+def _crash(root: Path, version: str) -> dict:
+    b = kafka_ref.KafkaBroker(work_dir=root / "work", props=CRASH_PROPS, name="crash",
+                              version=version)
     stop = threading.Event()
     acked: dict = {}
     errors: list = []
@@ -222,19 +224,21 @@ def _crash(root: Path) -> dict:
         damaged[tp] = last_segment(copies["kafkalog"] / tp).read_bytes()
         assert last_segment(copies["broker"] / tp).read_bytes() == damaged[tp]
     return {"root": root, "copies": copies, "expected": expected, "acked": dict(acked),
-            "killed_pid": killed_pid, "work": b.work_dir, "damaged": damaged}
+            "killed_pid": killed_pid, "work": b.work_dir, "damaged": damaged,
+            "version": version}
 
 
 @pytest.fixture(scope="module")
 def broker_recovered(crashed, tmp_path_factory) -> dict:
     """A broker starts on copy A (recovers), then stops cleanly."""
-    return once(tmp_path_factory, "broker_recovered", lambda _: _broker_recover(crashed))
+    return once(tmp_path_factory, f"broker_recovered-{crashed['version']}",
+                lambda _: _broker_recover(crashed))
 
 
 def _broker_recover(crashed) -> dict:
     a = kafka_ref.KafkaBroker(log_dir=crashed["copies"]["broker"],
                               work_dir=crashed["root"] / "work-broker-copy", props=CRASH_PROPS,
-                              name="recover")
+                              name="recover", version=crashed["version"])
     try:
         a.start()
         text = a.log_text()
@@ -248,7 +252,8 @@ def _broker_recover(crashed) -> dict:
 @pytest.fixture(scope="module")
 def kafkalog_recovered(crashed, tmp_path_factory) -> dict:
     """kafkalog recover on copy B: plain, then --force, then once more (idempotent)."""
-    return once(tmp_path_factory, "kafkalog_recovered", lambda _: _kafkalog_recover(crashed))
+    return once(tmp_path_factory, f"kafkalog_recovered-{crashed['version']}",
+                lambda _: _kafkalog_recover(crashed))
 
 
 def _kafkalog_recover(crashed) -> dict:

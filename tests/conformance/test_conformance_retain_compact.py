@@ -22,6 +22,9 @@ compaction (cleanup.policy=compact, segment.bytes=8192, segment.ms=100 -> small 
 delete.retention.ms=1 day so tombstones stay):
   cmp-none    idempotent producer, no compression
   cmp-gzip    plain producer, gzip
+  cmp-txn     two transactional producers, committed and aborted transactions: the
+              round removes aborted data and keeps its markers and .txnindex entries
+Every case runs on each KRaft broker of the reference (3.9.x and 4.x).
 """
 from __future__ import annotations
 
@@ -59,6 +62,7 @@ TOPICS = {
     "ret-lso": (2, BASE),
     "cmp-none": (1, COMPACT),
     "cmp-gzip": (1, COMPACT),
+    "cmp-txn": (1, COMPACT),
 }
 RET_TOPICS = [t for t in TOPICS if t.startswith("ret-")]
 CMP_TOPICS = [t for t in TOPICS if t.startswith("cmp-")]
@@ -108,6 +112,30 @@ def _produce_compacted(bootstrap, topic, seed, **kw) -> None:
         p.close(timeout=10)
 
 
+def _produce_transactions(bootstrap, topic, seed) -> None:
+    """Rounds of a transaction per producer, every third one aborted, rolling segments."""
+    from kafka import KafkaProducer
+    d = _Data(seed)
+    txn = [KafkaProducer(bootstrap_servers=bootstrap, linger_ms=2,
+                         transactional_id=f"{topic}-{n}") for n in range(2)]
+    try:
+        for p in txn:
+            p.init_transactions()
+        for rnd in range(8):
+            for i, p in enumerate(txn):
+                p.begin_transaction()
+                for j in range(d.r.randint(2, 12)):
+                    p.send(topic, key=b"key-%02d" % d.r.randrange(30),
+                           value=b"r%d-%d-%d-" % (rnd, i, j) + d.value(200))
+                p.flush()
+            for i, p in enumerate(txn):
+                (p.abort_transaction if (rnd + i) % 3 == 1 else p.commit_transaction)()
+            time.sleep(0.12)  # > segment.ms: the next append rolls a segment
+    finally:
+        for p in txn:
+            p.close(timeout=10)
+
+
 def _segments(pdir: Path) -> list[int]:
     return sorted(int(p.name.split(".")[0]) for p in pdir.glob("*.log"))
 
@@ -150,15 +178,16 @@ def _wait_high_watermarks(b, want: dict, timeout: float = 60.0) -> None:
 
 
 @pytest.fixture(scope="module")
-def runs(kafka_reference, tmp_path_factory) -> dict:
-    return once(tmp_path_factory, "retain-runs", _runs)
+def runs(broker_version, tmp_path_factory) -> dict:
+    return once(tmp_path_factory, f"retain-runs-{broker_version}",
+                lambda root: _runs(root, broker_version))
 
 
-def _runs(root: Path) -> dict:
+def _runs(root: Path, version: str) -> dict:
     from kafka import TopicPartition
     b = kafka_ref.KafkaBroker(work_dir=root / "work", props=RUN1_PROPS, name="retain",
-                              log4j_levels={"kafka.log.LogManager": "DEBUG"})
-    info: dict = {"root": root}
+                              log4j_levels={"kafka.log.LogManager": "DEBUG"}, version=version)
+    info: dict = {"root": root, "version": version}
     try:
         b.start()
         for t, (n, cfg) in TOPICS.items():
@@ -178,6 +207,7 @@ def _runs(root: Path) -> dict:
         _produce_bytes(bs, "ret-lso", [100, 100], 5)
         _produce_compacted(bs, "cmp-none", 6, enable_idempotence=True, acks="all")
         _produce_compacted(bs, "cmp-gzip", 7, compression_type="gzip")
+        _produce_transactions(bs, "cmp-txn", 8)
         # ret-edge: retention.bytes such that exactly the first two segments of p0 go
         sizes = _sizes(b.log_dir / "ret-edge-0")
         assert len(sizes) >= 4, sizes
@@ -232,7 +262,7 @@ def _runs(root: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def retained(runs, tmp_path_factory) -> dict:
-    return once(tmp_path_factory, "retained", lambda _: _retain(runs))
+    return once(tmp_path_factory, f"retained-{runs['version']}", lambda _: _retain(runs))
 
 
 def _retain(runs) -> dict:
@@ -321,7 +351,7 @@ def _batch_view(entries) -> dict[str, list]:
 
 @pytest.fixture(scope="module")
 def compacted(runs, tmp_path_factory) -> dict:
-    return once(tmp_path_factory, "compacted", lambda _: _compact(runs))
+    return once(tmp_path_factory, f"compacted-{runs['version']}", lambda _: _compact(runs))
 
 
 def _compact(runs) -> dict:
@@ -353,7 +383,20 @@ def test_compact_keeps_what_the_broker_cleaner_keeps(runs, compacted):
     for name in ("broker", "kafkalog_compact"):
         files[name] = sorted(str(p) for t in CMP_TOPICS
                              for p in (runs[name] / f"{t}-0").glob("*.log"))
-    views = {n: _batch_view(kafka_ref.DumpLogView(f).entries) for n, f in files.items()}
+    kafka4 = kafka_ref.is_kafka4(runs["version"])
+    views = {n: _batch_view(kafka_ref.DumpLogView(f, kafka4=kafka4).entries)
+             for n, f in files.items()}
+    for seg in files["broker"]:  # the aborted transactions each cleaned segment keeps
+        want_txn = Path(seg).with_suffix(".txnindex")
+        got_txn = runs["kafkalog_compact"] / want_txn.parent.name / want_txn.name
+        w = want_txn.read_bytes() if want_txn.exists() else b""
+        g = got_txn.read_bytes() if got_txn.exists() else b""
+        if w != g:
+            diffs.append(f"{got_txn}: {kafka_ref.txn_entries(g)}, the broker's "
+                         f"{kafka_ref.txn_entries(w)}")
+    assert any(Path(f).with_suffix(".txnindex").exists() and
+               Path(f).with_suffix(".txnindex").stat().st_size
+               for f in files["broker"] if "/cmp-txn-0/" in f), "no aborted txn kept"
     want, got = views["broker"], views["kafkalog_compact"]
     for seg in sorted(set(want) | set(got)):
         w, g = want.get(seg, []), got.get(seg, [])
