@@ -104,7 +104,7 @@ def test_corpus_contains_every_feature(kafka_corpus):
     # data gone, entry kept for one more round: whether the broker's cleaner stops in that
     # state depends on its timing on a loaded machine; tests/storage/test_txn_cleaned.py
     # holds it, and the txn/index-rebuild judges compare whatever state the broker left
-    assert f["cleaned_aborts_entry_kept"] >= 0
+    # (the count is in the features printed above)
     if kafka_ref.is_kafka4(kafka_corpus.version):  # KIP-1030 minimum for internal topics
         assert m["broker_props"]["transaction.state.log.segment.bytes"] < 1024 * 1024
 
