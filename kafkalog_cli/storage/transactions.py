@@ -190,7 +190,8 @@ def partition_transactions(part: PartitionDir,
                                                   ent.last_offset, ent.last_stable_offset,
                                                   seen[2], ["marker"])
                 a.first_offset, a.last_stable_offset = ent.first_offset, ent.last_stable_offset
-                a.sources.append("txnindex")
+                if "txnindex" not in a.sources:  # a crafted index repeats one entry
+                    a.sources.append("txnindex")
             elif a is None:
                 aborted[key] = AbortedTxn(
                     ent.producer_id, None, ent.first_offset, ent.last_offset,
@@ -198,7 +199,7 @@ def partition_transactions(part: PartitionDir,
                 notes.append(f"{seg.path(naming.TXNINDEX).name}: entry for producer "
                              f"{ent.producer_id} at {ent.last_offset} matches no ABORT marker "
                              "with data of it in the log")
-            else:
+            elif "txnindex" not in a.sources:  # a crafted index repeats an entry: note it once
                 a.sources.append("txnindex")
                 notes.append(f"{seg.path(naming.TXNINDEX).name}: entry for producer "
                              f"{ent.producer_id} at {ent.last_offset} says first offset "

@@ -194,3 +194,17 @@ def test_findings_of_one_code_in_one_file_are_counted_past_a_hundred():
     assert f.count("error") == MAX_LISTED + 5000 + 1 and f.count("warning") == 1
     f.add("error", "INDEX_ORDER", "a.index", 1, "one more")
     assert f.items[MAX_LISTED].message.startswith("5001 more")
+
+
+def test_a_txnindex_repeating_one_entry_is_noted_once(sample, tmp_path):
+    """A crafted 10 MiB .txnindex of one repeated (zero) entry: txn once listed its source
+    and a note per copy (308 k lines, 197 MiB)."""
+    pdir = sample / "demo-1"
+    (pdir / "00000000000000000000.txnindex").write_bytes(bytes(10 * MiB))
+    out = tmp_path / "out"
+    run = measure("txn", pdir, out=out)
+    assert run.code in (0, 4) and "Traceback" not in run.err, run.err
+    assert run.peak_rss <= rss_bound(hostile.DEFAULT_CAP), run
+    text = out.read_text()
+    assert text.count("entry for producer 0 at 0") == 1
+    assert "txnindex+txnindex" not in text
