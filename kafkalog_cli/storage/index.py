@@ -107,6 +107,20 @@ class IndexEntries:
                     yield ts, base + rel
 
 
+def _last_at_most(entries: IndexEntries, key: int,
+                  default: tuple[int, int]) -> tuple[int, int]:
+    """The last entry whose first field is <= `key` (a binary search reading log2(n) slots,
+    as AbstractIndex.largestLowerBoundSlotFor), else `default`."""
+    lo, hi = 0, len(entries)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if entries[mid][0] <= key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return entries[lo - 1] if lo else default
+
+
 class OffsetIndex:
     """(offset, position) entries; `slot_count` counts every whole slot, as Kafka does."""
 
@@ -146,15 +160,7 @@ class OffsetIndex:
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """Largest entry with offset <= `offset`, else (base offset, 0)."""
-        entries = self.entries
-        lo, hi = 0, len(entries)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if entries[mid][0] <= offset:
-                lo = mid + 1
-            else:
-                hi = mid
-        return entries[lo - 1] if lo else (self.base_offset, 0)
+        return _last_at_most(self.entries, offset, (self.base_offset, 0))
 
 
 class TimeIndex:
@@ -202,15 +208,7 @@ class TimeIndex:
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """Largest entry with timestamp <= `timestamp`, else (-1, base offset)."""
-        e = self.entries
-        lo, hi = 0, len(e)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if e[mid][0] <= timestamp:
-                lo = mid + 1
-            else:
-                hi = mid
-        return e[lo - 1] if lo else (-1, self.base_offset)
+        return _last_at_most(self.entries, timestamp, (-1, self.base_offset))
 
 
 class TxnIndex:
