@@ -14,6 +14,7 @@ import struct
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
 from kafkalog_cli.codec import index_entry as ie
 
@@ -121,20 +122,26 @@ def _last_at_most(entries: IndexEntries, key: int,
     return entries[lo - 1] if lo else default
 
 
-class OffsetIndex:
-    """(offset, position) entries; `slot_count` counts every whole slot, as Kafka does."""
+class _SparseIndex:
+    """What the offset and time index share (Kafka's AbstractIndex): a file of fixed-size
+    slots read a block at a time, the leading slots before a zero-filled tail as entries;
+    `slot_count` counts every whole slot, as Kafka does."""
+
+    ENTRY: struct.Struct
+    REL_POS: int  # where in a slot its relative offset sits (0 ends the entries)
+    REL_FIRST: bool  # whether that relative offset is the slot's first field
 
     def __init__(self, path: Path, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
-        self._f = _EntryFile(path, ie.OFFSET_ENTRY)
+        self._f = _EntryFile(path, self.ENTRY)
         self.file_size = self._f.size
         self.slot_count = self._f.slots
-        self.used = self._f.used(ie.OFFSET_REL_POS)  # leading slots before a zero-filled tail
-        self.entries = IndexEntries(self._f, self.used, base_offset, rel_first=True)
+        self.used = self._f.used(self.REL_POS)  # leading slots before a zero-filled tail
+        self.entries = IndexEntries(self._f, self.used, base_offset, rel_first=self.REL_FIRST)
 
     @classmethod
-    def read(cls, path: Path, base_offset: int) -> OffsetIndex:
+    def read(cls, path: Path, base_offset: int) -> Self:
         return cls(path, base_offset)
 
     @property
@@ -144,6 +151,12 @@ class OffsetIndex:
     def first_slot_zero(self) -> bool:
         """Whether the first slot is all zero bytes (an empty segment's preallocated one)."""
         return self.slot_count > 0 and not any(self._f.slot(0))
+
+
+class OffsetIndex(_SparseIndex):
+    """(offset, position) entries."""
+
+    ENTRY, REL_POS, REL_FIRST = ie.OFFSET_ENTRY, ie.OFFSET_REL_POS, True
 
     def sanity_errors(self) -> list[str]:
         """OffsetIndex.sanityCheck, verbatim in meaning (its last entry is the file's last
@@ -163,29 +176,10 @@ class OffsetIndex:
         return _last_at_most(self.entries, offset, (self.base_offset, 0))
 
 
-class TimeIndex:
-    """(timestamp, offset) entries; `slot_count` counts every whole slot."""
+class TimeIndex(_SparseIndex):
+    """(timestamp, offset) entries."""
 
-    def __init__(self, path: Path, base_offset: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self._f = _EntryFile(path, ie.TIME_ENTRY)
-        self.file_size = self._f.size
-        self.slot_count = self._f.slots
-        self.used = self._f.used(ie.TIME_REL_POS)
-        self.entries = IndexEntries(self._f, self.used, base_offset, rel_first=False)
-
-    @classmethod
-    def read(cls, path: Path, base_offset: int) -> TimeIndex:
-        return cls(path, base_offset)
-
-    @property
-    def untrimmed(self) -> bool:
-        return self.used < self.slot_count
-
-    def first_slot_zero(self) -> bool:
-        """Whether the first slot is all zero bytes (an empty segment's preallocated one)."""
-        return self.slot_count > 0 and not any(self._f.slot(0))
+    ENTRY, REL_POS, REL_FIRST = ie.TIME_ENTRY, ie.TIME_REL_POS, False
 
     def sanity_errors(self) -> list[str]:
         """TimeIndex.sanityCheck."""
