@@ -46,6 +46,28 @@ jar_has() {
   return 1
 }
 
+# maven_libs HOME POM VERSION: the jars POM resolves for VERSION, into HOME/libs (atomically)
+maven_libs() {
+  local home="$1" pom="$2" version="$3" tmp="$1/libs.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$home"
+  if ! mvn -q -B -Dstyle.color=never -f "$HERE/$pom" -Dkafka.version="$version" \
+       -Dkafka.libs="$tmp" package >"$home/mvn.log" 2>&1; then
+    cat "$home/mvn.log" >&2; rm -rf "$tmp"; die "maven failed (log above)"
+  fi
+  rm -rf "$home/libs"
+  mv "$tmp" "$home/libs"
+}
+
+# first_class LIBS CLASS...: print the first CLASS one of LIBS/*.jar holds, or fail
+first_class() {
+  local libs="$1" c; shift
+  for c in "$@"; do
+    if jar_has "$c" "$libs"/*.jar; then echo "$c"; return 0; fi
+  done
+  return 1
+}
+
 # ---------------------------------------------------------------- Kafka (Maven Central)
 KAFKA_HASH="$(inputs_hash "kafka $KAFKA_VERSION" pom.xml)"
 KAFKA_STAMP="$HOME_DIR/.stamp"
@@ -54,27 +76,13 @@ if [ -f "$KAFKA_STAMP" ] && [ "$(cat "$KAFKA_STAMP")" = "$KAFKA_HASH" ] \
   log "Kafka $KAFKA_VERSION already present ($LIBS)"
 else
   log "fetching org.apache.kafka:kafka_2.13:$KAFKA_VERSION + runtime deps from Maven Central"
-  tmp="$HOME_DIR/libs.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$HOME_DIR"
-  if ! mvn -q -B -Dstyle.color=never -f "$HERE/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
-       -Dkafka.libs="$tmp" package >"$HOME_DIR/mvn.log" 2>&1; then
-    cat "$HOME_DIR/mvn.log" >&2; rm -rf "$tmp"; die "maven failed (log above)"
-  fi
-  rm -rf "$LIBS"
-  mv "$tmp" "$LIBS"
+  maven_libs "$HOME_DIR" pom.xml "$KAFKA_VERSION"
   # check the main classes the tests start
   jar_has kafka.Kafka "$LIBS"/kafka_2.13-*.jar || die "kafka.Kafka not found in $LIBS"
-  DUMP_CLASS=""
-  for c in kafka.tools.DumpLogSegments org.apache.kafka.tools.DumpLogSegments; do
-    if jar_has "$c" "$LIBS"/*.jar; then DUMP_CLASS="$c"; break; fi
-  done
-  [ -n "$DUMP_CLASS" ] || die "DumpLogSegments not found in $LIBS"
-  STORAGE_CLASS=""
-  for c in kafka.tools.StorageTool org.apache.kafka.tools.StorageTool; do
-    if jar_has "$c" "$LIBS"/*.jar; then STORAGE_CLASS="$c"; break; fi
-  done
-  [ -n "$STORAGE_CLASS" ] || die "StorageTool not found in $LIBS"
+  DUMP_CLASS="$(first_class "$LIBS" kafka.tools.DumpLogSegments \
+    org.apache.kafka.tools.DumpLogSegments)" || die "DumpLogSegments not found in $LIBS"
+  STORAGE_CLASS="$(first_class "$LIBS" kafka.tools.StorageTool \
+    org.apache.kafka.tools.StorageTool)" || die "StorageTool not found in $LIBS"
   printf '%s\n%s\n' "$DUMP_CLASS" "$STORAGE_CLASS" > "$HOME_DIR/main-classes"
   echo "$KAFKA_HASH" > "$KAFKA_STAMP"
   log "Kafka $KAFKA_VERSION: $(ls "$LIBS" | wc -l) jars in $LIBS"
@@ -123,15 +131,7 @@ if [ -f "$K2_STAMP" ] && [ "$(cat "$K2_STAMP")" = "$K2_HASH" ] \
   log "Kafka $KAFKA2_VERSION already present ($K2_LIBS)"
 else
   log "fetching org.apache.kafka:kafka_2.13:$KAFKA2_VERSION + runtime deps from Maven Central"
-  tmp="$K2_HOME/libs.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$K2_HOME"
-  if ! mvn -q -B -Dstyle.color=never -f "$HERE/pom-2.x.xml" -Dkafka.version="$KAFKA2_VERSION" \
-       -Dkafka.libs="$tmp" package >"$K2_HOME/mvn.log" 2>&1; then
-    cat "$K2_HOME/mvn.log" >&2; rm -rf "$tmp"; die "maven failed (log above)"
-  fi
-  rm -rf "$K2_LIBS"
-  mv "$tmp" "$K2_LIBS"
+  maven_libs "$K2_HOME" pom-2.x.xml "$KAFKA2_VERSION"
   jar_has kafka.Kafka "$K2_LIBS/kafka_2.13-$KAFKA2_VERSION.jar" || die "kafka.Kafka not found in $K2_LIBS"
   jar_has kafka.tools.DumpLogSegments "$K2_LIBS/kafka_2.13-$KAFKA2_VERSION.jar" \
     || die "kafka.tools.DumpLogSegments not found in $K2_LIBS"
@@ -162,28 +162,14 @@ if [ -f "$K4_STAMP" ] && [ "$(cat "$K4_STAMP")" = "$K4_HASH" ] \
   log "Kafka $KAFKA4_VERSION already present ($K4_LIBS)"
 else
   log "fetching org.apache.kafka:kafka_2.13:$KAFKA4_VERSION + kafka-tools + runtime deps from Maven Central"
-  tmp="$K4_HOME/libs.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$K4_HOME"
-  if ! mvn -q -B -Dstyle.color=never -f "$HERE/pom-4.x.xml" -Dkafka.version="$KAFKA4_VERSION" \
-       -Dkafka.libs="$tmp" package >"$K4_HOME/mvn.log" 2>&1; then
-    cat "$K4_HOME/mvn.log" >&2; rm -rf "$tmp"; die "maven failed (log above)"
-  fi
-  rm -rf "$K4_LIBS"
-  mv "$tmp" "$K4_LIBS"
+  maven_libs "$K4_HOME" pom-4.x.xml "$KAFKA4_VERSION"
   jar_has kafka.Kafka "$K4_LIBS/kafka_2.13-$KAFKA4_VERSION.jar" || die "kafka.Kafka not found in $K4_LIBS"
   # 4.x: kafka-dump-log is org.apache.kafka.tools.DumpLogSegments (kafka-tools); StorageTool
   # is still kafka.tools.StorageTool in 4.3 (core)
-  K4_DUMP_CLASS=""
-  for c in org.apache.kafka.tools.DumpLogSegments kafka.tools.DumpLogSegments; do
-    if jar_has "$c" "$K4_LIBS"/*.jar; then K4_DUMP_CLASS="$c"; break; fi
-  done
-  [ -n "$K4_DUMP_CLASS" ] || die "DumpLogSegments not found in $K4_LIBS"
-  K4_STORAGE_CLASS=""
-  for c in org.apache.kafka.tools.StorageTool kafka.tools.StorageTool; do
-    if jar_has "$c" "$K4_LIBS"/*.jar; then K4_STORAGE_CLASS="$c"; break; fi
-  done
-  [ -n "$K4_STORAGE_CLASS" ] || die "StorageTool not found in $K4_LIBS"
+  K4_DUMP_CLASS="$(first_class "$K4_LIBS" org.apache.kafka.tools.DumpLogSegments \
+    kafka.tools.DumpLogSegments)" || die "DumpLogSegments not found in $K4_LIBS"
+  K4_STORAGE_CLASS="$(first_class "$K4_LIBS" org.apache.kafka.tools.StorageTool \
+    kafka.tools.StorageTool)" || die "StorageTool not found in $K4_LIBS"
   printf '%s\n%s\n' "$K4_DUMP_CLASS" "$K4_STORAGE_CLASS" > "$K4_HOME/main-classes"
   for m in group-coordinator share-coordinator transaction-coordinator metadata raft; do
     [ -f "$K4_LIBS/kafka-$m-$KAFKA4_VERSION.jar" ] || die "kafka-$m-$KAFKA4_VERSION.jar missing in $K4_LIBS"
