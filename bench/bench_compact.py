@@ -19,7 +19,7 @@ KEYS = 1_000_000
 
 def build(d: Path) -> None:
     from kafkalog_cli.codec.batch_v2 import encode_batch
-    from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
+    from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
 
     with PartitionWriter(d / "t-0", "t", 0, LogConfig(segment_bytes=64 << 20), now_ms=0) as w:
         off = 0

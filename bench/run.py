@@ -49,8 +49,8 @@ def wall(cmd: list[str], runs: int = 3, stdout=subprocess.DEVNULL) -> float:
 def bench_verify(seg: Path) -> dict[str, float]:
     from crc32c import crc32c
 
-    from kafkalog_cli.storage.check import CheckOptions, Stats, check_log_file
-    from kafkalog_cli.storage.findings import Findings
+    from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_log_file
+    from kafkalog_cli.storage.checks.findings import Findings
 
     spans = []
     with open(seg, "rb") as f:
@@ -132,10 +132,10 @@ def bench_write_path() -> dict[str, float]:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     from kafkalog_cli.codec.batch_v2 import encode_batch
-    from kafkalog_cli.storage.logdir import open_target
-    from kafkalog_cli.storage.rebuild import rebuild_segment
-    from kafkalog_cli.storage.timelookup import offset_for_time
-    from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
+    from kafkalog_cli.storage.disk.logdir import open_target
+    from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment
+    from kafkalog_cli.storage.queries.timelookup import offset_for_time
+    from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
 
     rng = random.Random(1)
     recs = [(i, 1_700_000_000_000 + i, f"k{i % 1000}".encode(), rng.randbytes(100), [])

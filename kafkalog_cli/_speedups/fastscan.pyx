@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 # cython: cdivision=True, embedsignature=True
-"""Compiled clean-segment fast path for `verify --shallow` (see storage/check.py::check_log_file).
+"""Compiled clean-segment fast path for `verify --shallow` (see storage/checks/check.py::check_log_file).
 
 `scan_clean` streams one `.log` file through a few reused chunk buffers (memory stays flat
 whatever the file size: a batch's CRC is computed piecewise across chunks, only a straddling
@@ -29,7 +29,7 @@ import os as _os
 from crc32c import crc32c as _pkg_crc32c
 
 from kafkalog_cli.codec.layout import INT32_MAX as _INT32_MAX
-from kafkalog_cli.storage.scan import DEFAULT_CHUNK, DEFAULT_MAX_ENTRY
+from kafkalog_cli.storage.disk.scan import DEFAULT_CHUNK, DEFAULT_MAX_ENTRY
 
 cdef extern from *:
     """

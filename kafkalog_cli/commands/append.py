@@ -19,16 +19,16 @@ from kafkalog_cli.commands import options
 from kafkalog_cli.commands.append_input import batches, read_records
 from kafkalog_cli.errors import LogDirIOError, UsageError
 from kafkalog_cli.output.console import note
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.checkpoints import (
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.checkpoints import (
     read_offsets,
     restore_clean_shutdown,
     suspend_clean_shutdown,
     update_offsets,
 )
-from kafkalog_cli.storage.lock import LogDirLock
-from kafkalog_cli.storage.safety import refuse_links
-from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
+from kafkalog_cli.storage.disk.lock import LogDirLock
+from kafkalog_cli.storage.disk.safety import refuse_links
+from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
 
 
 @click.command("append", epilog="Exit codes: 0 appended, 8 operational error (e.g. the log dir "

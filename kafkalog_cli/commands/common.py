@@ -10,11 +10,11 @@ from typing import Any
 
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import warn
-from kafkalog_cli.storage.lock import LogDirLock
-from kafkalog_cli.storage.logdir import PartitionDir, Target, open_target, scan_partition
-from kafkalog_cli.storage.naming import LOCK
-from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.safety import refuse_links
+from kafkalog_cli.storage.disk.lock import LogDirLock
+from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, open_target, scan_partition
+from kafkalog_cli.storage.disk.naming import LOCK
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
+from kafkalog_cli.storage.disk.safety import refuse_links
 
 
 def partitions_of(paths: tuple[str, ...]
@@ -24,8 +24,8 @@ def partitions_of(paths: tuple[str, ...]
     for p in paths:
         t = open_target(p)
         if t.kind == "file":
-            from kafkalog_cli.storage import naming
-            from kafkalog_cli.storage.logdir import scan_partition
+            from kafkalog_cli.storage.disk import naming
+            from kafkalog_cli.storage.disk.logdir import scan_partition
 
             fn = naming.parse_file_name(t.path.name)
             if fn.kind is not naming.FileKind.SEGMENT or fn.offset is None or fn.temp:

@@ -22,11 +22,11 @@ from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, i
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
 from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import Renderer, json_bytes, make_renderer, payload_encoder
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
-from kafkalog_cli.storage.logdir import PartitionDir, open_target
-from kafkalog_cli.storage.reader import segments_in_range
-from kafkalog_cli.storage.segment import iter_batches
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
+from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target
+from kafkalog_cli.storage.disk.reader import segments_in_range
+from kafkalog_cli.storage.disk.segment import iter_batches
 from kafkalog_cli.storage.v07 import find_target
 
 Row = dict[str, Any]

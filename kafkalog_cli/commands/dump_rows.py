@@ -11,8 +11,8 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.commands import v07
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.logdir import Target
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.logdir import Target
 from kafkalog_cli.storage.v07 import Target07
 
 Row = dict[str, Any]

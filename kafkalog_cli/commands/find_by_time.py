@@ -10,9 +10,9 @@ from kafkalog_cli.commands import options, v07
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.output.console import human_time
 from kafkalog_cli.output.render import make_renderer
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.logdir import open_target
-from kafkalog_cli.storage.timelookup import (
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.queries.timelookup import (
     Found,
     epoch_for_offset,
     log_end_offset,

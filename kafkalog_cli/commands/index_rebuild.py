@@ -13,12 +13,12 @@ from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
 from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import make_renderer
-from kafkalog_cli.storage.check import CheckOptions, Stats, check_partition
-from kafkalog_cli.storage.findings import ERROR, Findings
-from kafkalog_cli.storage.logdir import PartitionDir, scan_partition
-from kafkalog_cli.storage.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
-from kafkalog_cli.storage.recovery import recover_command
-from kafkalog_cli.storage.reindex import reindex_partition
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_partition
+from kafkalog_cli.storage.checks.findings import ERROR, Findings
+from kafkalog_cli.storage.disk.logdir import PartitionDir, scan_partition
+from kafkalog_cli.storage.maintenance.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
+from kafkalog_cli.storage.maintenance.recovery import recover_command
+from kafkalog_cli.storage.maintenance.reindex import reindex_partition
 
 
 def _recover_fix(part: PartitionDir) -> str:

@@ -11,8 +11,8 @@ from kafkalog_cli.commands import options, v07
 from kafkalog_cli.commands.common import partitions_of
 from kafkalog_cli.output.console import human_time
 from kafkalog_cli.output.render import exploding, make_renderer, write_document
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.overview import lock_state, partition_info
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.queries.overview import lock_state, partition_info
 
 Row = dict[str, Any]
 BOOTSTRAP_SNAPSHOT = naming.kraft_snapshot_name(0, 0)

@@ -28,11 +28,11 @@ from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkalog_cli.codec.layout import INT_RANGES
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.render import FORMATS, PAYLOADS
-from kafkalog_cli.storage.naming import topic_name_error
+from kafkalog_cli.storage.disk.naming import topic_name_error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# the epilog sentence of every command that changes a log dir (storage/safety.py)
+# the epilog sentence of every command that changes a log dir (storage/disk/safety.py)
 NO_LINKS = (" Nothing is written, renamed or created through a symlink: a partition dir it "
             "would change that is a symlink or holds one, and a .lock or checkpoint (or its "
             ".tmp) it would write that is one, are refused with exit 8 before anything changes.")
@@ -406,7 +406,7 @@ def _completion_params(ctx: click.Context) -> dict[str, Any]:
 
 def _partitions_on_command_line(ctx: click.Context) -> list[tuple[str, int]]:
     """(topic, partition) of the partition dirs under the dirs given earlier on the line."""
-    from kafkalog_cli.storage.naming import parse_partition_dir
+    from kafkalog_cli.storage.disk.naming import parse_partition_dir
 
     params = _completion_params(ctx)
     given: list[object] = []

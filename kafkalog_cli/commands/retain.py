@@ -16,11 +16,11 @@ from kafkalog_cli.commands.common import lock_dirs, partition_fields, quarantine
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
 from kafkalog_cli.output.console import settings
 from kafkalog_cli.output.render import write_report
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.checkpoints import read_offsets
-from kafkalog_cli.storage.logdir import open_target
-from kafkalog_cli.storage.naming import topic_name_error
-from kafkalog_cli.storage.retention import Policy, apply_retention, plan_retention, remove_deleted
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.checkpoints import read_offsets
+from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.disk.naming import topic_name_error
+from kafkalog_cli.storage.maintenance.retention import Policy, apply_retention, plan_retention, remove_deleted
 
 TOPIC_SETTINGS = ("retention.ms", "retention.bytes", "cleanup.policy")
 

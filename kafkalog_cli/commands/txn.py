@@ -15,8 +15,8 @@ from kafkalog_cli.commands import options
 from kafkalog_cli.errors import EXIT_UNFIXED
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.output.render import exploding, make_renderer
-from kafkalog_cli.storage.logdir import open_target
-from kafkalog_cli.storage.transactions import (
+from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.queries.transactions import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
     PartitionTxns,
     partition_transactions,

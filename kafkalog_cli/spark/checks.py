@@ -16,9 +16,9 @@ import pyarrow as pa
 
 from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkalog_cli.spark.plan import CheckGroup
-from kafkalog_cli.storage.check import CheckOptions, Stats, check_partition
-from kafkalog_cli.storage.findings import Findings
-from kafkalog_cli.storage.logdir import parent_log_dir, scan_partition
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_partition
+from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.disk.logdir import parent_log_dir, scan_partition
 
 STAT_FIELDS = ("partitions", "segments", "batches", "records", "bytes")
 FINDING_FIELDS = ("severity", "code", "file", "position", "message", "expected", "found", "fix")

@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
-from kafkalog_cli.storage.check import CheckOptions, Stats, check_log_dir_files
-from kafkalog_cli.storage.findings import Finding, Findings
-from kafkalog_cli.storage.logdir import PartitionDir, Target
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_log_dir_files
+from kafkalog_cli.storage.checks.findings import Finding, Findings
+from kafkalog_cli.storage.disk.logdir import PartitionDir, Target
 
 EXPORT_FORMATS = ("parquet", "json", "csv")
 PAYLOADS = ("base64", "hex", "utf8")

@@ -33,7 +33,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptBatch, CorruptDataError
 from kafkalog_cli.spark.plan import Split
-from kafkalog_cli.storage.segment import iter_batches
+from kafkalog_cli.storage.disk.segment import iter_batches
 
 TAIL_DAMAGE = ("torn-tail", "zero-tail", "garbage-tail")
 MAX_ROWS = 16_384  # rows per Arrow batch

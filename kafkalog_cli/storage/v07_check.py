@@ -21,9 +21,9 @@ from pathlib import Path
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.check import CheckOptions, Stats
-from kafkalog_cli.storage.findings import ERROR, INFO, WARNING, Findings
-from kafkalog_cli.storage.recovery import recover_command
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats
+from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Findings
+from kafkalog_cli.storage.maintenance.recovery import recover_command
 from kafkalog_cli.storage.v07 import (
     CLEAN_SHUTDOWN,
     LOCK,

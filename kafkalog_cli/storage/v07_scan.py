@@ -39,7 +39,7 @@ from kafkalog_cli.codec.v07 import (
     decode_message,
 )
 from kafkalog_cli.errors import CorruptBatch, LogDirIOError
-from kafkalog_cli.storage.scan import PROBE_STEP, ProbeBudget
+from kafkalog_cli.storage.disk.scan import PROBE_STEP, ProbeBudget
 
 DEFAULT_CHUNK: Final = 4 * 1024 * 1024
 DEFAULT_MAX_ENTRY: Final = 256 * 1024 * 1024

@@ -11,8 +11,8 @@ import pytest
 from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.codec.checkpoint import parse_offsets
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.checkpoints import update_offsets
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.checkpoints import update_offsets
 from tests.cli.run import run
 
 USAGE = 16

@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from kafkalog_cli.storage.logdir import open_target
-from kafkalog_cli.storage.transactions import partition_transactions
+from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.queries.transactions import partition_transactions
 from tests.cli.run import run
 
 T0 = 1_700_000_000_000

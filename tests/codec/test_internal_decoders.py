@@ -46,7 +46,7 @@ from kafkalog_cli.codec.internal.schema import (
     versions,
 )
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.segment import iter_batches
+from kafkalog_cli.storage.disk.segment import iter_batches
 from tests.conftest import CORPUS
 
 LEGACY = CORPUS / "kafka-0.9-legacy"

@@ -12,7 +12,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 from kafkalog_cli.codec.control import ABORT, parse_control
-from kafkalog_cli.storage.logdir import open_target
+from kafkalog_cli.storage.disk.logdir import open_target
 from tests.cli.run import run
 
 NOW = 1_700_001_000_000

@@ -5,12 +5,12 @@ import sys
 from pathlib import Path
 
 from kafkalog_cli.codec.batch_v2 import encode_batch
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.logdir import scan_partition
-from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.rebuild import rebuild_segment
-from kafkalog_cli.storage.replace import replace_segments
-from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.logdir import scan_partition
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
+from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment
+from kafkalog_cli.storage.maintenance.replace import replace_segments
+from kafkalog_cli.storage.disk.segment import Segment
 
 
 def main(pdir: Path) -> None:

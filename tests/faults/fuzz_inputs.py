@@ -109,7 +109,7 @@ def _corpus_templates(add: Callable[..., None]) -> None:
 def _timestamps(t: Template) -> tuple[int, int]:
     if t.v07:
         return (0, 0)
-    from kafkalog_cli.storage.logdir import open_target
+    from kafkalog_cli.storage.disk.logdir import open_target
 
     lo, hi = 2**62, -1
     with contextlib.suppress(Exception):

@@ -6,7 +6,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from kafkalog_cli.codec.checksum import crc32c
-from kafkalog_cli.storage.logdir import open_target
+from kafkalog_cli.storage.disk.logdir import open_target
 
 
 def batch_positions(log: Path) -> list[tuple[int, int]]:

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.commands.verify import verify_target
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.storage.check import CheckOptions, Stats
-from kafkalog_cli.storage.findings import Findings
-from kafkalog_cli.storage.logdir import open_target
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats
+from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.disk.logdir import open_target
 from tests.conftest import FIXTURE
 from tests.faults.surgery import mutate, mutation
 

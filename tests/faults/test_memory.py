@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from kafkalog_cli.storage.findings import MAX_LISTED, Findings
+from kafkalog_cli.storage.checks.findings import MAX_LISTED, Findings
 from tests.faults import hostile
 from tests.faults.hostile import BASE_TS, MiB, measure, rss_bound
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog_cli.storage.logdir import open_target
+from kafkalog_cli.storage.disk.logdir import open_target
 from tests.cli.run import run
 from tests.faults.surgery import append_bytes, batch_positions, flip_byte, segments, shrink
 
@@ -207,8 +207,8 @@ def test_a_symlinked_log_is_reported_not_truncated(sample, tmp_path):
 
 def make_log(tmp_path, timestamps_per_segment, hw=None):
     from kafkalog_cli.codec.batch_v2 import encode_batch
-    from kafkalog_cli.storage.checkpoints import update_offsets
-    from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
+    from kafkalog_cli.storage.disk.checkpoints import update_offsets
+    from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
 
     d = tmp_path / "ld"
     with PartitionWriter(d / "t-0", "t", 0, LogConfig(), now_ms=0) as w:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.codec.batch_v2 import encode_batch
-from kafkalog_cli.storage.logdir import scan_partition
-from kafkalog_cli.storage.rebuild import IndexCapacity, rebuild_segment
+from kafkalog_cli.storage.disk.logdir import scan_partition
+from kafkalog_cli.storage.maintenance.rebuild import IndexCapacity, rebuild_segment
 from tests.cli.run import run
 from tests.faults.test_recover_retain import assert_clean, crash_points, records, run_env
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.errors import EXIT_OPERATIONAL, EXIT_USAGE
-from kafkalog_cli.storage import safety
-from kafkalog_cli.storage.files import atomic_write
-from kafkalog_cli.storage.safety import UnsafePath
-from kafkalog_cli.storage.writer import PartitionWriter
+from kafkalog_cli.storage.disk import safety
+from kafkalog_cli.storage.disk.files import atomic_write
+from kafkalog_cli.storage.disk.safety import UnsafePath
+from kafkalog_cli.storage.maintenance.writer import PartitionWriter
 from tests.cli.run import run
 
 NOW = 1_800_000_000_000

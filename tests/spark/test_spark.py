@@ -221,7 +221,7 @@ def test_read_committed_drops_aborted_transactions(spark: Any) -> None:
 def test_read_committed_stops_at_an_open_transaction(spark: Any, tmp_path: Path) -> None:
     from kafkalog_cli.codec.batch_v2 import encode_batch
     from kafkalog_cli.codec.control import encode_end_txn
-    from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
+    from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
 
     d = tmp_path / "t-0"
 
@@ -250,7 +250,7 @@ def test_read_committed_stops_at_an_open_transaction(spark: Any, tmp_path: Path)
 
 @pytest.fixture(scope="module")
 def big_segment(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from kafkalog_cli.storage.generate import GenSpec, generate
+    from kafkalog_cli.storage.drills.generate import GenSpec, generate
 
     out = tmp_path_factory.mktemp("big")
     generate(out, GenSpec(records=12_000, batch_records=40, value_bytes=120,
@@ -260,7 +260,7 @@ def big_segment(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_min_partitions_splits_at_index_entries(spark: Any, big_segment: Path) -> None:
     from kafkalog_cli.spark import options, plan
-    from kafkalog_cli.storage.index import OffsetIndex
+    from kafkalog_cli.storage.disk.index import OffsetIndex
 
     log = big_segment / "00000000000000000000.log"
     index = OffsetIndex.read(big_segment / "00000000000000000000.index", 0)

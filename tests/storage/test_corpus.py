@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from kafkalog_cli.storage.logdir import open_target
+from kafkalog_cli.storage.disk.logdir import open_target
 from tests.conftest import CORPUS
 
 

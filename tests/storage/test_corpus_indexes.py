@@ -12,9 +12,9 @@ in the files themselves:
             that simply is not the recovery algorithm's
 """
 
-from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
-from kafkalog_cli.storage.logdir import open_target
-from kafkalog_cli.storage.rebuild import rebuild_segment
+from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex
+from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment
 from tests.conftest import CORPUS
 
 

@@ -23,12 +23,12 @@ from crc32c import crc32c
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kafkalog_cli.storage import check
-from kafkalog_cli.storage.check import CheckOptions, Stats, check_log_file, check_partition
-from kafkalog_cli.storage.findings import Findings
-from kafkalog_cli.storage.generate import GenSpec, generate
-from kafkalog_cli.storage.index import OffsetIndex, TimeIndex
-from kafkalog_cli.storage.logdir import open_target
+from kafkalog_cli.storage.checks import check
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_log_file, check_partition
+from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.drills.generate import GenSpec, generate
+from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex
+from kafkalog_cli.storage.disk.logdir import open_target
 from tests.conftest import CORPUS, FIXTURE
 
 

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from kafkalog_cli.storage.index import BLOCK_ENTRIES, OffsetIndex, TimeIndex
+from kafkalog_cli.storage.disk.index import BLOCK_ENTRIES, OffsetIndex, TimeIndex
 
 BASE = 1000
 

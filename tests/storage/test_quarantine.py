@@ -6,8 +6,8 @@ import os
 import pytest
 
 from kafkalog_cli.errors import LogDirIOError
-from kafkalog_cli.storage import quarantine as qmod
-from kafkalog_cli.storage.quarantine import Quarantine
+from kafkalog_cli.storage.maintenance import quarantine as qmod
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 
 
 def _logdir(tmp_path):

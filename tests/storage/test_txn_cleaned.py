@@ -21,10 +21,10 @@ import pytest
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.codec.control import encode_end_txn
-from kafkalog_cli.storage.logdir import scan_partition
-from kafkalog_cli.storage.rebuild import rebuild_segment
-from kafkalog_cli.storage.reindex import reindex_partition
-from kafkalog_cli.storage.transactions import partition_transactions
+from kafkalog_cli.storage.disk.logdir import scan_partition
+from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment
+from kafkalog_cli.storage.maintenance.reindex import reindex_partition
+from kafkalog_cli.storage.queries.transactions import partition_transactions
 from tests.cli.run import run
 
 PID = 5

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.storage.check import CheckOptions, Stats
-from kafkalog_cli.storage.findings import Findings
-from kafkalog_cli.storage.quarantine import Quarantine
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats
+from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.v07 import find_target
 from kafkalog_cli.storage.v07_check import check_target
 from kafkalog_cli.storage.v07_generate import Gen07Spec, generate

@@ -8,9 +8,9 @@ import pytest
 
 from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.storage.check import CheckOptions, Stats
-from kafkalog_cli.storage.findings import Findings
-from kafkalog_cli.storage.quarantine import Quarantine
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats
+from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.v07 import find_target, parse_partition_dir, parse_segment_name
 from kafkalog_cli.storage.v07_check import check_target
 from kafkalog_cli.storage.v07_generate import Gen07Spec, generate, payload

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kafkalog_cli.errors import LogDirIOError
-from kafkalog_cli.storage import safety
+from kafkalog_cli.storage.disk import safety
 
 
 def fsync_dir(path: Path) -> None:

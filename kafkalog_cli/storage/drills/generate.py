@@ -15,10 +15,10 @@ from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.codec.control import encode_end_txn
 from kafkalog_cli.codec.message_v01 import encode_message_set
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.checkpoints import update_offsets
-from kafkalog_cli.storage.files import atomic_write
-from kafkalog_cli.storage.writer import LogConfig, PartitionWriter
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.checkpoints import update_offsets
+from kafkalog_cli.storage.disk.files import atomic_write
+from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
 
 
 @dataclass

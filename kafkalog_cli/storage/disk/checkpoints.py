@@ -7,9 +7,9 @@ from pathlib import Path
 
 from kafkalog_cli.codec.checkpoint import format_offsets, parse_offsets
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
-from kafkalog_cli.storage import naming, safety
-from kafkalog_cli.storage.files import atomic_write, fsync_dir, read_regular
-from kafkalog_cli.storage.logdir import PartitionDir
+from kafkalog_cli.storage.disk import naming, safety
+from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
+from kafkalog_cli.storage.disk.logdir import PartitionDir
 
 
 def read_offsets(path: Path) -> dict[tuple[str, int], int]:

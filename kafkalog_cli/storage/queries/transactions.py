@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from kafkalog_cli.codec.control import ABORT, COMMIT, parse_control
 from kafkalog_cli.codec.snapshot import ProducerEntry, decode_snapshot
 from kafkalog_cli.errors import CorruptDataError, KafkalogError
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.logdir import PartitionDir
-from kafkalog_cli.storage.producers import AbortMarker, ProducerState
-from kafkalog_cli.storage.segment import DamageSink
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.queries.producers import AbortMarker, ProducerState
+from kafkalog_cli.storage.disk.segment import DamageSink
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000  # kafka-transactions.sh find-hanging
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.files import atomic_write
-from kafkalog_cli.storage.logdir import PartitionDir
-from kafkalog_cli.storage.producers import ProducerState
-from kafkalog_cli.storage.rebuild import (
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.files import atomic_write
+from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.queries.producers import ProducerState
+from kafkalog_cli.storage.maintenance.rebuild import (
     DEFAULT_INDEX_BYTES,
     DEFAULT_INDEX_INTERVAL,
     rebuild_segment,

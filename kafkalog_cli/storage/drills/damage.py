@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from kafkalog_cli.codec.layout import LOG_OVERHEAD
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.logdir import PartitionDir
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.logdir import PartitionDir
 
 KINDS = ("torn-tail", "bit-flip", "zero-tail", "garbage-tail", "missing-index", "swap-leftover",
          "cleaned-leftover", "deleted-leftover", "orphan-index", "bad-checkpoint")

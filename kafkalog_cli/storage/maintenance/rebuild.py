@@ -33,9 +33,9 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.batch_rules import BatchRules
-from kafkalog_cli.storage.producers import AbortMarker, ProducerState, reconcile_txn_entries
-from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.checks.batch_rules import BatchRules
+from kafkalog_cli.storage.queries.producers import AbortMarker, ProducerState, reconcile_txn_entries
+from kafkalog_cli.storage.disk.segment import Segment
 
 DEFAULT_INDEX_INTERVAL = 4096
 DEFAULT_INDEX_BYTES = 10 * 1024 * 1024

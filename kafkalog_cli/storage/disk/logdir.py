@@ -16,10 +16,10 @@ from pathlib import Path
 
 from kafkalog_cli.codec.checkpoint import parse_offsets
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.files import read_regular
-from kafkalog_cli.storage.naming import FileKind, FileName, PartitionName
-from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.files import read_regular
+from kafkalog_cli.storage.disk.naming import FileKind, FileName, PartitionName
+from kafkalog_cli.storage.disk.segment import Segment
 
 
 @dataclass

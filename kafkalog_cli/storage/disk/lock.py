@@ -15,8 +15,8 @@ from pathlib import Path
 from types import TracebackType
 
 from kafkalog_cli.errors import LockHeld, LogDirIOError
-from kafkalog_cli.storage.naming import LOCK
-from kafkalog_cli.storage.safety import refuse_link
+from kafkalog_cli.storage.disk.naming import LOCK
+from kafkalog_cli.storage.disk.safety import refuse_link
 
 
 class LogDirLock:

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog_cli.codec.snapshot import encode_snapshot
-from kafkalog_cli.storage import naming, safety
-from kafkalog_cli.storage.faults import crash_point
-from kafkalog_cli.storage.files import atomic_write, fsync_dir
-from kafkalog_cli.storage.logdir import PartitionDir
-from kafkalog_cli.storage.quarantine import Quarantine
-from kafkalog_cli.storage.replace import SEGMENT_FILE_KINDS
-from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.disk import naming, safety
+from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir
+from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
+from kafkalog_cli.storage.maintenance.replace import SEGMENT_FILE_KINDS
+from kafkalog_cli.storage.disk.segment import Segment
 
 
 @dataclass
@@ -83,7 +83,7 @@ def largest_timestamp(seg: Segment, now: int, max_future_ms: int | None,
 
 
 def _leo(part: PartitionDir) -> int:
-    from kafkalog_cli.storage.timelookup import log_end_offset
+    from kafkalog_cli.storage.queries.timelookup import log_end_offset
 
     return log_end_offset(part)
 
@@ -154,7 +154,7 @@ def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delet
     if plan.roll_at is not None:
         _roll_empty(plan, log_dir, fsync)
     if plan.new_log_start is not None:
-        from kafkalog_cli.storage.checkpoints import read_offsets, update_offsets
+        from kafkalog_cli.storage.disk.checkpoints import read_offsets, update_offsets
 
         cp = log_dir / naming.LOG_START
         current = read_offsets(cp).get(plan.part.key, -1)
@@ -178,7 +178,7 @@ def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delet
 
 def _roll_empty(plan: RetentionPlan, log_dir: Path, fsync: bool) -> None:
     """LocalLog.roll: a new empty active segment at the log end, with a producer snapshot."""
-    from kafkalog_cli.storage.log_state import state_at
+    from kafkalog_cli.storage.checks.log_state import state_at
 
     base = plan.roll_at
     assert base is not None

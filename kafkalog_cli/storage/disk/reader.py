@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from kafkalog_cli.codec.entry import Batch, decode_entry
 from kafkalog_cli.codec.layout import LOG_OVERHEAD, LOG_OVERHEAD_SIZE
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.logdir import PartitionDir
-from kafkalog_cli.storage.segment import DamageSink, Segment, open_readable
+from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.disk.segment import DamageSink, Segment, open_readable
 
 
 def seek_position(seg: Segment, offset: int) -> int:

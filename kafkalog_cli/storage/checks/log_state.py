@@ -11,11 +11,11 @@ import contextlib
 
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.files import read_regular
-from kafkalog_cli.storage.logdir import PartitionDir
-from kafkalog_cli.storage.producers import ProducerState
-from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.files import read_regular
+from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.queries.producers import ProducerState
+from kafkalog_cli.storage.disk.segment import Segment
 
 LogEnd = tuple[int, int]  # (segment base offset, byte position) where the valid log ends
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.logdir import LogDir, PartitionDir
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir
 
 
 @dataclass

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs
 from kafkalog_cli.errors import CorruptDataError, locating
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.files import read_regular
-from kafkalog_cli.storage.logdir import PartitionDir
-from kafkalog_cli.storage.reader import seek_position
-from kafkalog_cli.storage.segment import Segment
-from kafkalog_cli.storage.segment import log_end_offset as segments_log_end
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.files import read_regular
+from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.disk.reader import seek_position
+from kafkalog_cli.storage.disk.segment import Segment
+from kafkalog_cli.storage.disk.segment import log_end_offset as segments_log_end
 
 
 @dataclass(frozen=True)

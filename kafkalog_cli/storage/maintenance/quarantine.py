@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from kafkalog_cli.errors import LogDirIOError, UsageError
-from kafkalog_cli.storage.faults import crash_point
-from kafkalog_cli.storage.files import fsync_dir
+from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.disk.files import fsync_dir
 
 PARTIAL = ".partial"  # a copy to another file system, until it is whole and durable
 
@@ -107,7 +107,7 @@ class Quarantine:
 
     def remove(self, path: Path, reason: str, **info: Any) -> None:
         """Move `path` into the quarantine (or delete it when quarantining is off)."""
-        from kafkalog_cli.storage.safety import ensure_mutable
+        from kafkalog_cli.storage.disk.safety import ensure_mutable
 
         ensure_mutable(path, self.log_dir)
         crash_point("quarantine.remove.before")

@@ -11,9 +11,9 @@ from pathlib import Path
 from kafkalog_cli.codec.entry import Batch, decode_entry
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptBatch, LogDirIOError
-from kafkalog_cli.storage import naming
-from kafkalog_cli.storage.index import OffsetIndex, TimeIndex, TxnIndex
-from kafkalog_cli.storage.scan import EntryScanner
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
+from kafkalog_cli.storage.disk.scan import EntryScanner
 
 DamageSink = Callable[[Damage], None]
 

@@ -1,0 +1,1 @@
+"""verify: the findings, the batch rules recover shares, and the state recomputed from the log."""
