@@ -134,8 +134,8 @@ def bench_write_path() -> dict[str, float]:
     from kafkalog_cli.codec.batch_v2 import encode_batch
     from kafkalog_cli.storage.disk.logdir import open_target
     from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment
-    from kafkalog_cli.storage.queries.timelookup import offset_for_time
     from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
+    from kafkalog_cli.storage.queries.timelookup import offset_for_time
 
     rng = random.Random(1)
     recs = [(i, 1_700_000_000_000 + i, f"k{i % 1000}".encode(), rng.randbytes(100), [])

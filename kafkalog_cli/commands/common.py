@@ -13,8 +13,8 @@ from kafkalog_cli.output.console import warn
 from kafkalog_cli.storage.disk.lock import LogDirLock
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, open_target, scan_partition
 from kafkalog_cli.storage.disk.naming import LOCK
-from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.disk.safety import refuse_links
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 
 
 def partitions_of(paths: tuple[str, ...]

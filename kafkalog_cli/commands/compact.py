@@ -24,8 +24,13 @@ from kafkalog_cli.output.console import progress, settings
 from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.checkpoints import read_offsets, update_offsets
-from kafkalog_cli.storage.maintenance.compaction import CleanerConfig, clean_round, cleanable_range, replay
 from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target, scan_partition
+from kafkalog_cli.storage.maintenance.compaction import (
+    CleanerConfig,
+    clean_round,
+    cleanable_range,
+    replay,
+)
 from kafkalog_cli.storage.maintenance.offset_map import ENTRY
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 

@@ -11,9 +11,9 @@ from kafkalog_cli.codec.compression import NAMES
 from kafkalog_cli.commands import options, v07
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
+from kafkalog_cli.storage.disk.logdir import open_target
 from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
 from kafkalog_cli.storage.drills.generate import GenSpec, generate
-from kafkalog_cli.storage.disk.logdir import open_target
 
 # The fixture `make demo` and the tests use: every codec, headers, nulls, tombstones,
 # transactions with commits and aborts, an idempotent producer, legacy magic 0 and 1.

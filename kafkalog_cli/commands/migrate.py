@@ -21,9 +21,10 @@ from kafkalog_cli.output.console import note
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.disk import naming, safety
 from kafkalog_cli.storage.disk.checkpoints import update_offsets
-from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.disk.logdir import require_exists
+from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.maintenance.writer import LogConfig
 from kafkalog_cli.storage.v07 import find_target
 from kafkalog_cli.storage.v07_check import target_problems
 from kafkalog_cli.storage.v07_migrate import (
@@ -32,7 +33,6 @@ from kafkalog_cli.storage.v07_migrate import (
     check_migratable,
     migrate_partition,
 )
-from kafkalog_cli.storage.maintenance.writer import LogConfig
 
 MAPPING_COLUMNS = ["topic", "partition", "byteOffset", "newOffset"]
 

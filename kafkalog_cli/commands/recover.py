@@ -26,10 +26,15 @@ from kafkalog_cli.errors import (
 )
 from kafkalog_cli.output.console import progress, settings
 from kafkalog_cli.output.render import write_report
-from kafkalog_cli.storage.disk import naming
-from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_log_dir_files, check_partition
-from kafkalog_cli.storage.disk.checkpoints import read_offsets, recovery_point, update_offsets
+from kafkalog_cli.storage.checks.check import (
+    CheckOptions,
+    Stats,
+    check_log_dir_files,
+    check_partition,
+)
 from kafkalog_cli.storage.checks.findings import ERROR, Findings
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.checkpoints import read_offsets, recovery_point, update_offsets
 from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target, scan_log_dir, scan_partition
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.rebuild import DEFAULT_INDEX_INTERVAL, IndexCapacity

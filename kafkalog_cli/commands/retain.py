@@ -20,7 +20,12 @@ from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.checkpoints import read_offsets
 from kafkalog_cli.storage.disk.logdir import open_target
 from kafkalog_cli.storage.disk.naming import topic_name_error
-from kafkalog_cli.storage.maintenance.retention import Policy, apply_retention, plan_retention, remove_deleted
+from kafkalog_cli.storage.maintenance.retention import (
+    Policy,
+    apply_retention,
+    plan_retention,
+    remove_deleted,
+)
 
 TOPIC_SETTINGS = ("retention.ms", "retention.bytes", "cleanup.policy")
 

@@ -26,14 +26,14 @@ from kafkalog_cli.errors import (
 )
 from kafkalog_cli.output.console import note, settings, warn
 from kafkalog_cli.output.render import exploding, make_renderer, write_document, write_report
-from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import ERROR, Findings
+from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.lock import LogDirLock
 from kafkalog_cli.storage.disk.logdir import require_exists
 from kafkalog_cli.storage.disk.naming import LOCK
-from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.disk.safety import refuse_link, refuse_links
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.queries.timelookup import Found
 from kafkalog_cli.storage.v07 import (
     CLEAN_SHUTDOWN,

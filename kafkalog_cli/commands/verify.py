@@ -16,7 +16,6 @@ from kafkalog_cli.commands.common import partition_bytes
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
 from kafkalog_cli.output.render import make_renderer, write_document
-from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.checks.check import (
     CheckOptions,
     Stats,
@@ -24,8 +23,9 @@ from kafkalog_cli.storage.checks.check import (
     check_log_file,
     check_partition,
 )
-from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Finding, Findings
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.logdir import Target, open_target, scan_partition
 from kafkalog_cli.storage.maintenance.recovery import validation_floor
 

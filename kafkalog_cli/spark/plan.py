@@ -30,9 +30,9 @@ from kafkalog_cli.errors import CorruptDataError, UsageError
 from kafkalog_cli.spark.options import EARLIEST, LATEST, ReadOptions
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target, scan_partition
-from kafkalog_cli.storage.queries.producers import ProducerState
 from kafkalog_cli.storage.disk.reader import seek_position, segments_in_range
 from kafkalog_cli.storage.disk.segment import Segment
+from kafkalog_cli.storage.queries.producers import ProducerState
 from kafkalog_cli.storage.queries.timelookup import offset_for_time
 
 # (producer id, first offset, offset of the ABORT marker)

@@ -7,10 +7,10 @@ from pathlib import Path
 from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.logdir import scan_partition
+from kafkalog_cli.storage.disk.segment import Segment
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment
 from kafkalog_cli.storage.maintenance.replace import replace_segments
-from kafkalog_cli.storage.disk.segment import Segment
 
 
 def main(pdir: Path) -> None:

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.cli import main
 from kafkalog_cli.storage.disk import naming
-from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
 from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
 from tests.cli.run import run
 from tests.conftest import FIXTURE
 from tests.faults.surgery import batch_positions, fix_checksum, mutate, mutation

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 from kafkalog_cli.storage.checks import check
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_log_file, check_partition
 from kafkalog_cli.storage.checks.findings import Findings
-from kafkalog_cli.storage.drills.generate import GenSpec, generate
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex
 from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.drills.generate import GenSpec, generate
 from tests.conftest import CORPUS, FIXTURE
 
 

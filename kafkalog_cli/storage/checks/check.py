@@ -22,14 +22,14 @@ from kafkalog_cli.codec.checkpoint import epoch_order_errors, parse_leader_epoch
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.checks.batch_rules import first_offset, header_faults, record_faults
-from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Findings
+from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir, RemoteIndexCache
-from kafkalog_cli.storage.maintenance.recovery import recover_command, validation_floor
 from kafkalog_cli.storage.disk.segment import Segment, iter_batches
+from kafkalog_cli.storage.maintenance.recovery import recover_command, validation_floor
 
 try:  # compiled clean-segment fast path for shallow checks (kafkalog_cli/_speedups/fastscan.pyx)
     import os as _os

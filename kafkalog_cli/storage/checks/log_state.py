@@ -14,8 +14,8 @@ from kafkalog_cli.errors import CorruptDataError, LogDirIOError
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.files import read_regular
 from kafkalog_cli.storage.disk.logdir import PartitionDir
-from kafkalog_cli.storage.queries.producers import ProducerState
 from kafkalog_cli.storage.disk.segment import Segment
+from kafkalog_cli.storage.queries.producers import ProducerState
 
 LogEnd = tuple[int, int]  # (segment base offset, byte position) where the valid log ends
 

@@ -33,16 +33,16 @@ from kafkalog_cli.codec.message_v01 import LegacyBatch, encode_message_set
 from kafkalog_cli.codec.model import Header
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, locating
 from kafkalog_cli.storage.disk import naming, safety
-from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.disk.files import fsync_dir
 from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.disk.segment import Segment, log_end_offset
+from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.maintenance.offset_map import ENTRY, FullError, OffsetMap
-from kafkalog_cli.storage.queries.producers import ProducerState, reconcile_txn_entries
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment, txn_on_disk
 from kafkalog_cli.storage.maintenance.replace import SEGMENT_FILE_KINDS, replace_segments
 from kafkalog_cli.storage.maintenance.retention import largest_timestamp
-from kafkalog_cli.storage.disk.segment import Segment, log_end_offset
+from kafkalog_cli.storage.queries.producers import ProducerState, reconcile_txn_entries
 
 INT32_MAX = 2**31 - 1
 

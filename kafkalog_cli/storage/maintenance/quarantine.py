@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from kafkalog_cli.errors import LogDirIOError, UsageError
-from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.disk.files import fsync_dir
+from kafkalog_cli.storage.drills.faults import crash_point
 
 PARTIAL = ".partial"  # a copy to another file system, until it is whole and durable
 

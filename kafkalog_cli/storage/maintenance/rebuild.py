@@ -34,8 +34,8 @@ from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.checks.batch_rules import BatchRules
-from kafkalog_cli.storage.queries.producers import AbortMarker, ProducerState, reconcile_txn_entries
 from kafkalog_cli.storage.disk.segment import Segment
+from kafkalog_cli.storage.queries.producers import AbortMarker, ProducerState, reconcile_txn_entries
 
 DEFAULT_INDEX_INTERVAL = 4096
 DEFAULT_INDEX_BYTES = 10 * 1024 * 1024

@@ -40,13 +40,13 @@ from kafkalog_cli.codec.checkpoint import (
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError
-from kafkalog_cli.storage.disk import naming, safety
 from kafkalog_cli.storage.checks.batch_rules import BatchRules
-from kafkalog_cli.storage.drills.faults import crash_point
-from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.checks.log_state import LogEnd, epochs_from_log, state_at
+from kafkalog_cli.storage.disk import naming, safety
+from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.disk.logdir import PartitionDir
-from kafkalog_cli.storage.queries.producers import ProducerState
+from kafkalog_cli.storage.disk.segment import Segment, iter_batches, log_end_offset
+from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.rebuild import (
     DEFAULT_INDEX_INTERVAL,
@@ -55,9 +55,13 @@ from kafkalog_cli.storage.maintenance.rebuild import (
     rebuild_segment,
     txn_on_disk,
 )
-from kafkalog_cli.storage.maintenance.replace import LoaderAction, apply_loader_actions, plan_temp_file_passes
-from kafkalog_cli.storage.disk.segment import Segment, iter_batches, log_end_offset
+from kafkalog_cli.storage.maintenance.replace import (
+    LoaderAction,
+    apply_loader_actions,
+    plan_temp_file_passes,
+)
 from kafkalog_cli.storage.maintenance.split import Split, split_segment
+from kafkalog_cli.storage.queries.producers import ProducerState
 
 
 @dataclass

@@ -8,13 +8,13 @@ from pathlib import Path
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.files import atomic_write
 from kafkalog_cli.storage.disk.logdir import PartitionDir
-from kafkalog_cli.storage.queries.producers import ProducerState
 from kafkalog_cli.storage.maintenance.rebuild import (
     DEFAULT_INDEX_BYTES,
     DEFAULT_INDEX_INTERVAL,
     rebuild_segment,
     txn_on_disk,
 )
+from kafkalog_cli.storage.queries.producers import ProducerState
 
 
 @dataclass

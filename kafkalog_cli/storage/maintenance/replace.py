@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.storage.disk import naming, safety
-from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.disk.files import fsync_dir
-from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.disk.segment import iter_batches
+from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 
 SEGMENT_FILE_KINDS = (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX)
 

@@ -24,12 +24,12 @@ from typing import Any
 
 from kafkalog_cli.codec.snapshot import encode_snapshot
 from kafkalog_cli.storage.disk import naming, safety
-from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.disk.segment import Segment
+from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.replace import SEGMENT_FILE_KINDS
-from kafkalog_cli.storage.disk.segment import Segment
 
 
 @dataclass

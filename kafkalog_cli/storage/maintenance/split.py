@@ -19,12 +19,12 @@ from pathlib import Path
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage.disk import naming, safety
-from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.disk.files import fsync_dir
+from kafkalog_cli.storage.disk.segment import Segment
+from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment
 from kafkalog_cli.storage.maintenance.replace import replace_segments
-from kafkalog_cli.storage.disk.segment import Segment
 
 CHUNK = 1024 * 1024
 

@@ -29,12 +29,12 @@ from kafkalog_cli.codec.layout import INT32_MAX, INT64_MAX
 from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
 from kafkalog_cli.storage.disk import naming, safety
-from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.disk.logdir import PartitionDir, scan_partition
-from kafkalog_cli.storage.queries.producers import ProducerState
-from kafkalog_cli.storage.maintenance.rebuild import Rebuilt, rebuild_segment
 from kafkalog_cli.storage.disk.segment import Segment
+from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.maintenance.rebuild import Rebuilt, rebuild_segment
+from kafkalog_cli.storage.queries.producers import ProducerState
 
 
 @dataclass

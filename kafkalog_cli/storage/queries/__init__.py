@@ -1,1 +1,2 @@
-"""Read-only answers from the files: info's overview, ListOffsets by time, transactions, producer state."""
+"""Read-only answers from the files: info's overview, ListOffsets by time, transactions,
+producer state."""

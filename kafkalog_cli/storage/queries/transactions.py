@@ -34,8 +34,8 @@ from kafkalog_cli.codec.snapshot import ProducerEntry, decode_snapshot
 from kafkalog_cli.errors import CorruptDataError, KafkalogError
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.logdir import PartitionDir
-from kafkalog_cli.storage.queries.producers import AbortMarker, ProducerState
 from kafkalog_cli.storage.disk.segment import DamageSink
+from kafkalog_cli.storage.queries.producers import AbortMarker, ProducerState
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000  # kafka-transactions.sh find-hanging
 
