@@ -17,17 +17,18 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage, Record
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import decoding, options, v07
-from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
-from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
+from kafkalog_cli.commands import decoding, options
+from kafkalog_cli.commands.dump_rows import batch_row, csv_columns
+from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import Renderer, json_bytes, make_renderer, payload_encoder
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
-from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target
+from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.reader import segments_in_range
 from kafkalog_cli.storage.disk.segment import iter_batches
-from kafkalog_cli.storage.v07 import find_target
+from kafkalog_cli.storage.formats import open_target
+from kafkalog_cli.storage.formats.current import file_kind
 
 Row = dict[str, Any]
 JSONL_CHUNK = 4096  # records the compiled JSON Lines writer turns into one write
@@ -92,6 +93,11 @@ class Dumper:
         self.problems += 1
         e.located(file, pos)
         warn(f"{e.path}:{e.pos}: {what} do not decode: {e.reason}")
+
+    def problem(self, message: str) -> None:
+        """Damage a format's reader found: one warning, and the exit code says it."""
+        self.problems += 1
+        warn(message)
 
     def damage(self, path: Path) -> Callable[[Damage], None]:
         def report(d: Damage) -> None:
@@ -310,6 +316,17 @@ def text_line(row: Row, print_data: bool = False) -> str | None:
         return f"{row['topic']} {row['partition']} {row['offset']}"
     if kind == "file":
         return str(row["content"])
+    if kind == "entry":  # Kafka 0.7's DumpLogSegments, with position and nextOffset added
+        return (f"offset: {row['offset']} position: {row['position']} nextOffset: "
+                f"{row['nextOffset']} isvalid: {_jbool(row['isValid'])} payloadsize: "
+                f"{row['payloadSize']} magic: {row['magic']} compresscodec: "
+                f"{row['compression']} crc: {row['crc']}")
+    if kind == "message":
+        inner = "" if row["innerIndex"] is None else f" innerIndex: {row['innerIndex']}"
+        line = (f"| offset: {row['offset']} nextOffset: {row['nextOffset']}{inner} "
+                f"payloadsize: {row['payloadSize']} magic: {row['magic']} compresscodec: "
+                f"{row['compression']} crc: {row['crc']} isvalid: {_jbool(row['isValid'])}")
+        return line + (f" payload: {row['payload']}" if print_data else "")
     return None
 
 
@@ -415,9 +432,14 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     filters = Filters(from_offset, to_offset, from_time, to_time,
                       key_filter, producer_id, only)
     # every PATH is resolved (and refused) before the first row is printed
-    targets = [(p, t07, None if t07 is not None else open_target(p))
-               for p in paths for t07 in [find_target(p)]]
-    kinds = [row_kinds(t07, target, records, batches) for _p, t07, target in targets]
+    targets = [open_target(p) for p in paths]
+    for t in targets:
+        if not t.format.has_keys and any(v is not None for v in (from_time, to_time,
+                                                                  key_filter, producer_id)):
+            raise UsageError(f"{t.path}: Kafka {t.format.name} messages have no timestamps, "
+                             "keys or producer ids to filter on; use --from-offset/--to-offset "
+                             "(byte offsets)")
+    kinds = [t.format.row_kinds(t, records, batches) for t in targets]
     columns = csv_columns(kinds) if fmt == "csv" else None
     out = make_renderer(fmt, functools.partial(text_line, print_data=print_data), columns)
     d = Dumper(out, records, batches, payload_encoder(payload), filters, max_decompressed_bytes)
@@ -426,21 +448,8 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
         d.fast_jsonl = jsonl_writer(payload)
     d.decoding = decoding.Decoding(decode, kafka_text=fmt == "text")
     try:
-        for p, t07, target in targets:
-            if t07 is not None:  # Kafka 0.7 .kafka segments
-                v07.dump_target(p, t07, d, print_data)
-            elif target is not None and target.kind == "file":
-                fn = naming.parse_file_name(target.path.name)
-                if is_log(target.path, fn):
-                    d.log_file(target.path, fn.offset)
-                else:
-                    try:
-                        d.other_file(target.path, fn)
-                    except CorruptDataError as e:
-                        raise e.located(str(target.path), 0) from None
-            elif target is not None:
-                for part in target.partitions():
-                    d.partition(part)
+        for t in targets:
+            t.format.dump(t, d)
     except KafkalogError:
         out.close()
         raise

@@ -1,19 +1,14 @@
 """The rows `kafkalog dump` prints: the kinds, each kind's fields (csv's header is their union
-over the kinds a run can print), and which kinds a PATH gives (docs/json.md describes them)."""
+over the kinds a run can print; each format says which kinds a PATH gives (docs/json.md
+describes them)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
-from kafkalog_cli.commands import v07
-from kafkalog_cli.errors import UsageError
-from kafkalog_cli.storage.disk import naming
-from kafkalog_cli.storage.disk.logdir import Target
-from kafkalog_cli.storage.v07 import Target07
 
 Row = dict[str, Any]
 
@@ -28,12 +23,6 @@ def batch_row(b: Batch, pos: int, file: str) -> Row:
             "isTransactional": b.is_transactional, "isControl": b.is_control,
             "deleteHorizonMs": b.delete_horizon_ms, "partitionLeaderEpoch":
                 b.partition_leader_epoch, "crc": b.crc, "isValid": b.is_valid(), "size": b.size}
-
-
-def is_log(path: Path, fn: naming.FileName) -> bool:
-    return (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
-        fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
-        (path.name.endswith((".log", ".checkpoint")) and fn.kind is not naming.FileKind.ROOT)
 
 
 # the fields of each kind of row, in order; csv's header is the union over the kinds a run
@@ -55,39 +44,12 @@ KIND_COLUMNS: dict[str, tuple[str, ...]] = {
     "leader-epoch": ("kind", "file", "epoch", "startOffset"),
     "checkpoint-entry": ("kind", "file", "topic", "partition", "offset"),
     "file": ("kind", "file", "content"),
-    **v07.KIND_COLUMNS,
+    # Kafka 0.7: an entry (a message, or a compressed wrapper) and the messages in it
+    "entry": ("kind", "file", "topic", "partition", "position", "offset", "nextOffset", "size",
+              "magic", "attributes", "compression", "crc", "isValid", "payloadSize"),
+    "message": ("kind", "topic", "partition", "offset", "nextOffset", "innerIndex", "magic",
+                "attributes", "compression", "crc", "isValid", "payloadSize", "payload"),
 }
-
-_SUFFIX_KINDS = {naming.INDEX: "index-entry", naming.TIMEINDEX: "timeindex-entry",
-                 naming.TXNINDEX: "aborted-txn", naming.SNAPSHOT: "producer"}
-
-
-def file_kind(path: Path, fn: naming.FileName) -> str:
-    """The kind of rows a file that is not a log prints; refuses a file dump cannot read."""
-    if fn.suffix in _SUFFIX_KINDS:
-        return _SUFFIX_KINDS[fn.suffix]
-    if fn.kind is naming.FileKind.LEADER_EPOCH:
-        return "leader-epoch"
-    if fn.name in naming.ROOT_CHECKPOINTS:
-        return "checkpoint-entry"
-    if fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
-                   naming.FileKind.QUORUM_STATE):
-        return "file"
-    raise UsageError(f"{path}: not a file kafkalog knows how to dump")
-
-
-def row_kinds(t07: Target07 | None, target: Target | None, records: bool,
-              batches: bool) -> list[str]:
-    """The kinds of rows dumping one resolved PATH can print (refusing an unknown file)."""
-    if t07 is not None:
-        return ["entry"] * batches + ["message"] * records
-    assert target is not None
-    if target.kind == "file":
-        fn = naming.parse_file_name(target.path.name)
-        if not is_log(target.path, fn):
-            return [file_kind(target.path, fn)]
-    return ["batch"] * batches + ["record"] * records
-
 
 def csv_columns(kinds: list[list[str]]) -> list[str]:
     return list(dict.fromkeys(c for ks in kinds for k in ks for c in KIND_COLUMNS[k]))

@@ -6,19 +6,11 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options, v07
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.commands import options
 from kafkalog_cli.output.console import human_time
 from kafkalog_cli.output.render import make_renderer
-from kafkalog_cli.storage.disk import naming
-from kafkalog_cli.storage.disk.logdir import open_target
-from kafkalog_cli.storage.queries.timelookup import (
-    Found,
-    epoch_for_offset,
-    log_end_offset,
-    max_timestamp_offset,
-    offset_for_time,
-)
+from kafkalog_cli.storage.formats import open_targets
+from kafkalog_cli.storage.queries.timelookup import Found
 
 SPECIAL = ("earliest", "latest", "max-timestamp")
 
@@ -68,32 +60,13 @@ def command(paths: tuple[str, ...], when: int | str, topics: tuple[str, ...], fm
       kafkalog find-by-time /var/lib/kafka --topic orders -t 2024-05-01T00:00:00+02:00
       kafkalog find-by-time orders-0 -t latest
     """
-    if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7: no timestamps to search
-        return v07.find_by_time(t07, when, fmt, result_row, _text)
     target_ts = when if isinstance(when, int) else None
     out = make_renderer(fmt, _text)
-    for p in paths:
-        for part in open_target(p).partitions():
+    for t in open_targets(paths):
+        for part in t.format.partitions(t):
             if topics and part.topic not in topics:
                 continue
-            log_start = None
-            if part.log_dir is not None:
-                try:
-                    cp = part.log_dir.checkpoint(naming.LOG_START) or {}
-                    log_start = cp.get(part.key)
-                except (KafkalogError, OSError):  # unreadable: "first segment", as Kafka does
-                    log_start = None
-            if when == "earliest":
-                first = part.segments[0].base_offset if part.segments else 0
-                start = max(first, log_start or 0)
-                found = Found(start, None, epoch_for_offset(part, start))
-            elif when == "latest":
-                found = Found(log_end_offset(part), None, epoch_for_offset(part, None))
-            elif when == "max-timestamp":
-                found = max_timestamp_offset(part)
-            else:
-                assert target_ts is not None
-                found = offset_for_time(part, target_ts, log_start)
+            found = t.format.list_offsets(part, when)
             out.row(result_row(part.topic, part.partition,
                                "timestamp" if target_ts is not None else str(when), target_ts,
                                found))

@@ -2,64 +2,61 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options, v07
-from kafkalog_cli.commands.common import partitions_of
+from kafkalog_cli.commands import options
 from kafkalog_cli.output.console import human_time
 from kafkalog_cli.output.render import exploding, make_renderer, write_document
 from kafkalog_cli.storage.disk import naming
-from kafkalog_cli.storage.queries.overview import lock_state, partition_info
+from kafkalog_cli.storage.formats import open_targets
 
 Row = dict[str, Any]
 BOOTSTRAP_SNAPSHOT = naming.kraft_snapshot_name(0, 0)
 # csv and tables: a row per log dir (or partition dir, or segment file named), then one per
 # partition
 FLATTEN = exploding({"partitions": "partition"}, carry=())
-ENTRY_KINDS = {"logdir": "logDir", "archive": "logDir", "partition": "partitionDir",
-               "file": "segmentFile"}
-
-
-def report(paths: tuple[str, ...]) -> list[Row]:
-    out: list[Row] = []
-    for t, parts, bases in partitions_of(paths):
-        if t.log_dirs:
-            for ld in t.log_dirs:
-                cache = ld.remote_index_cache
-                out.append({"kind": "logDir", "path": str(ld.path),
-                            "cleanShutdown": naming.CLEAN_SHUTDOWN in ld.root_files,
-                            "lock": lock_state(ld),
-                            "unknownFiles": ld.unknown + [d + "/" for d in ld.bad_dirs],
-                            "remoteIndexCache": None if cache is None else {
-                                "files": len(cache.files), "bytes": cache.bytes},
-                            "partitions": [partition_info(x).as_dict() for x in ld.partitions]})
-        else:
-            out.append({"kind": ENTRY_KINDS[t.kind], "path": str(t.path),
-                        "partitions": [partition_info(x, bases).as_dict() for x in parts]})
-    return out
+# the table's columns: (header, the field that tells a row has it, its cell); a format shows
+# those its rows carry (0.7 has no checkpoints or timestamps, but counts entries)
+_COLUMNS: list[tuple[str, str, Callable[[Row], str]]] = [
+    ("partition", "topic", lambda x: _name(x)),
+    ("format", "format", lambda x: x["format"]),
+    ("segs", "segments", lambda x: str(x["segments"])),
+    ("start", "logStartOffset", lambda x: _num(x["logStartOffset"])),
+    ("end", "logEndOffset", lambda x: _num(x["logEndOffset"])),
+    ("recovery", "recoveryPoint", lambda x: _num(x["recoveryPoint"])),
+    ("hw", "highWatermark", lambda x: _num(x["highWatermark"])),
+    ("bytes", "bytes", lambda x: str(x["bytes"])),
+    ("entries", "entries", lambda x: str(x["entries"])),
+    ("first ts", "firstTimestamp", lambda x: human_time(x["firstTimestamp"])),
+    ("max ts", "maxTimestamp", lambda x: human_time(x["maxTimestamp"])),
+    ("codecs", "codecs", lambda x: ",".join(x["codecs"]) or "-"),
+    ("state", "damaged", lambda x: ",".join(
+        s for s in ("damaged", "mixed") if x[s]) or "-"),
+    ("leftovers", "leftovers", lambda x: ",".join(x["leftovers"]) or "-"),
+]
+_BYTE_OFFSET_FIELDS = {"format", "entries", "damaged"}  # what 0.7's rows carry instead
 
 
 def _text(entry: Row) -> str:
     from tabulate import tabulate
 
     head = entry["path"]
+    if "format" in entry:
+        head += f"  format: Kafka {entry['format']} (offsets are byte offsets)"
+    if "cleanShutdown" in entry:
+        head += f"  clean shutdown: {'yes' if entry['cleanShutdown'] else 'no'}"
     if "lock" in entry:
-        head += (f"  clean shutdown: {'yes' if entry['cleanShutdown'] else 'no'}"
-                 f"  lock: {entry['lock']}")
-    rows = [[_name(x), x["segments"], _num(x["logStartOffset"]),
-             _num(x["logEndOffset"]), _num(x["recoveryPoint"]), _num(x["highWatermark"]),
-             x["bytes"], human_time(x["firstTimestamp"]), human_time(x["maxTimestamp"]),
-             ",".join(x["codecs"]) or "-", ",".join(x["leftovers"]) or "-"]
-            for x in entry["partitions"]]
-    lines = [head, tabulate(rows, headers=["partition", "segs", "start", "end", "recovery",
-                                           "hw", "bytes", "first ts", "max ts", "codecs",
-                                           "leftovers"],
-                            tablefmt="plain")]
-    for x in entry["partitions"]:
-        if x["kraftSnapshots"]:
+        head += f"  lock: {entry['lock']}"
+    parts = entry["partitions"]
+    columns = [c for c in _COLUMNS if c[1] in (parts[0] if parts else _empty(entry))]
+    lines = [head, tabulate([[cell(x) for _h, _f, cell in columns] for x in parts],
+                            headers=[h for h, _f, _c in columns], tablefmt="plain")]
+    for x in parts:
+        if x.get("kraftSnapshots"):
             last, n = x["lastKraftSnapshot"], x["kraftSnapshots"]
             boot = " (the bootstrap snapshot)" if last == BOOTSTRAP_SNAPSHOT else ""
             lines.append(f"{_name(x)}: {n} KRaft snapshot{'s' if n > 1 else ''}, the last "
@@ -70,12 +67,23 @@ def _text(entry: Row) -> str:
                      f"remote segments, {cache['bytes']} bytes (tiered storage)")
     if entry.get("unknownFiles"):
         lines.append("unknown: " + ", ".join(entry["unknownFiles"]))
+    if entry.get("mixedDirs"):
+        lines.append("0.8+ partition dirs here too (mixed): " + ", ".join(entry["mixedDirs"]))
     return "\n".join(lines) + "\n"
+
+
+def _empty(entry: Row) -> set[str]:
+    """The fields of an entry without partitions: its format's columns still head it."""
+    fields = {f for _h, f, _c in _COLUMNS}
+    if "format" in entry:
+        return fields - {"recoveryPoint", "highWatermark", "firstTimestamp", "maxTimestamp",
+                         "leftovers"}
+    return fields - _BYTE_OFFSET_FIELDS
 
 
 def _name(x: Row) -> str:
     """A partition's name; a dir the broker renamed (-stray, -delete, -future) by its own."""
-    return Path(x["path"]).name if x["state"] else f"{x['topic']}-{x['partition']}"
+    return Path(x["path"]).name if x.get("state") else f"{x['topic']}-{x['partition']}"
 
 
 def _num(v: int | None) -> str:
@@ -102,9 +110,7 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
       kafkalog info /var/lib/kafka/orders-0 --format json
       kafkalog info /var/lib/kafka --format csv > partitions.csv
     """
-    if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7 partitions
-        return v07.info(t07, fmt)
-    entries = report(paths)
+    entries = [e for t in open_targets(paths) for e in t.format.info(t)]
     if fmt == "json":
         write_document(entries)
         return 0

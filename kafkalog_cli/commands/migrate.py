@@ -24,15 +24,15 @@ from kafkalog_cli.storage.disk.checkpoints import update_offsets
 from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.disk.logdir import require_exists
 from kafkalog_cli.storage.drills.faults import crash_point
-from kafkalog_cli.storage.maintenance.writer import LogConfig
-from kafkalog_cli.storage.v07 import find_target
-from kafkalog_cli.storage.v07_check import target_problems
-from kafkalog_cli.storage.v07_migrate import (
+from kafkalog_cli.storage.formats.kafka07.check import target_problems
+from kafkalog_cli.storage.formats.kafka07.layout import find_target
+from kafkalog_cli.storage.formats.kafka07.migrate import (
     NO_TIMESTAMP,
     MigrateOptions,
     check_migratable,
     migrate_partition,
 )
+from kafkalog_cli.storage.maintenance.writer import LogConfig
 
 MAPPING_COLUMNS = ["topic", "partition", "byteOffset", "newOffset"]
 

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import click
 
 from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.message_v07 import Message07, codec_name, inner_messages
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.codec.v07 import Message07, codec_name, inner_messages
 from kafkalog_cli.errors import (
     EXIT_FIXED,
     EXIT_UNFIXED,
@@ -33,18 +33,18 @@ from kafkalog_cli.storage.disk.lock import LogDirLock
 from kafkalog_cli.storage.disk.logdir import require_exists
 from kafkalog_cli.storage.disk.naming import LOCK
 from kafkalog_cli.storage.disk.safety import refuse_link, refuse_links
-from kafkalog_cli.storage.maintenance.quarantine import Quarantine
-from kafkalog_cli.storage.queries.timelookup import Found
-from kafkalog_cli.storage.v07 import (
+from kafkalog_cli.storage.formats.kafka07.check import check_target, target_problems
+from kafkalog_cli.storage.formats.kafka07.layout import (
     CLEAN_SHUTDOWN,
     Partition07,
     Segment07,
     Target07,
     find_target,
 )
-from kafkalog_cli.storage.v07_check import check_target, target_problems
-from kafkalog_cli.storage.v07_recovery import apply_plan, plan_partition
-from kafkalog_cli.storage.v07_scan import iter_entries
+from kafkalog_cli.storage.formats.kafka07.recovery import apply_plan, plan_partition
+from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
+from kafkalog_cli.storage.maintenance.quarantine import Quarantine
+from kafkalog_cli.storage.queries.timelookup import Found
 
 F = TypeVar("F", bound=Callable[..., Any])
 Row = dict[str, Any]
@@ -389,7 +389,7 @@ def find_by_time(ts: list[Target07], when: int | str, fmt: str,
 
 def damage_kinds(current: tuple[str, ...]) -> list[str]:
     """generate's --damage choices: the current format's kinds, then 0.7's own."""
-    from kafkalog_cli.storage.v07_generate import DAMAGES
+    from kafkalog_cli.storage.drills.generate07 import DAMAGES
 
     return [*current, *(k for k in DAMAGES if k not in current)]
 
@@ -402,7 +402,7 @@ def generate_options(f: F) -> F:
 
 
 def _damages07() -> tuple[str, ...]:
-    from kafkalog_cli.storage.v07_generate import DAMAGES
+    from kafkalog_cli.storage.drills.generate07 import DAMAGES
 
     return DAMAGES
 
@@ -411,8 +411,8 @@ def generate(out: Path, *, layout: str, damage: tuple[str, ...], preset: str | N
              topics: tuple[str, ...], partitions: int, records: int, batch_records: int,
              value_bytes: int, codecs: tuple[str, ...], magic: int, segment_bytes: int,
              seed: int) -> int:
-    from kafkalog_cli.storage.v07_generate import Gen07Spec
-    from kafkalog_cli.storage.v07_generate import generate as gen07
+    from kafkalog_cli.storage.drills.generate07 import Gen07Spec
+    from kafkalog_cli.storage.drills.generate07 import generate as gen07
 
     if layout != FORMAT:
         raise UsageError(f"--damage {', '.join(damage)}: some of these exist only for Kafka "

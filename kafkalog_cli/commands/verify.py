@@ -3,85 +3,20 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
 
-from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
-from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import options, v07
+from kafkalog_cli.commands import options
 from kafkalog_cli.commands.common import partition_bytes
-from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
+from kafkalog_cli.errors import EXIT_UNFIXED
 from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
 from kafkalog_cli.output.render import make_renderer, write_document
-from kafkalog_cli.storage.checks.check import (
-    CheckOptions,
-    Stats,
-    check_log_dir_files,
-    check_log_file,
-    check_partition,
-)
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Finding, Findings
-from kafkalog_cli.storage.disk import naming
-from kafkalog_cli.storage.disk.checkpoints import recovery_point
-from kafkalog_cli.storage.disk.logdir import Target, open_target, scan_partition
-from kafkalog_cli.storage.maintenance.recovery import validation_floor
-
-
-def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats,
-                  advance: Callable[[int], None] | None = None) -> None:
-    if target.kind == "file":
-        _verify_file(target.path, f, opts, stats)
-        return
-    if target.kind == "partition":
-        assert target.partition is not None
-        check_partition(target.partition, f, opts, stats, advance)
-        return
-    for ld in target.log_dirs:
-        leos: dict[tuple[str, int], int | None] = {}
-        firsts: dict[tuple[str, int], int] = {}
-        for part in ld.partitions:
-            leo = check_partition(part, f, opts, stats, advance)
-            if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
-                continue
-            leos[part.key] = leo
-            if part.segments:
-                firsts[part.key] = part.segments[0].base_offset
-        check_log_dir_files(ld, f, leos, firsts)
-
-
-def _verify_file(path: Path, f: Findings, opts: CheckOptions, stats: Stats) -> None:
-    fn = naming.parse_file_name(path.name)
-    if fn.kind is naming.FileKind.SEGMENT and fn.suffix != naming.SNAPSHOT and not fn.temp:
-        part = open_target(path.parent).partition or scan_partition(path.parent)
-        # where plain recover starts validating, which decides the --full of a fix hint
-        floor = validation_floor([s.base_offset for s in part.segments], recovery_point(part))
-        part.segments = [s for s in part.segments if s.base_offset == fn.offset]
-        if not part.segments:
-            raise UsageError(f"{path}: index file without its .log; nothing to check it against")
-        part.temp_files, part.orphan_indexes, part.unknown = [], [], []
-        part.snapshots, part.kraft_snapshots, part.special = [], [], []
-        check_partition(part, f, opts, stats, floor_base=floor)
-        return
-    try:
-        if fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.SNAPSHOT:
-            decode_snapshot(path.read_bytes())
-        elif fn.kind is naming.FileKind.LEADER_EPOCH:
-            parse_leader_epochs(path.read_bytes())
-        elif fn.name in naming.ROOT_CHECKPOINTS:
-            parse_offsets(path.read_bytes())
-        elif fn.kind is naming.FileKind.KRAFT_SNAPSHOT or path.name.endswith(
-                (".log", ".log.swap", ".log.cleaned", ".log.deleted", ".checkpoint")):
-            check_log_file(path, fn.offset if fn.kind is naming.FileKind.SEGMENT and
-                           fn.offset is not None else 0, f, opts, stats,
-                           fix_log=f"kafkalog recover {path.parent}")
-        else:
-            raise UsageError(f"{path}: not a file kafkalog knows how to verify")
-    except CorruptDataError as e:
-        f.add(ERROR, "FILE_CORRUPT", path, e.pos, e.reason)
-
+from kafkalog_cli.storage.disk.logdir import Target
+from kafkalog_cli.storage.formats import open_target
+from kafkalog_cli.storage.formats.current import FORMAT as CURRENT
 
 _SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
 
@@ -135,18 +70,16 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
         require_pyspark("verify --engine spark")
     spark_targets: list[Target] = []
     for p in paths:
-        if v07.verify_path(p, f, opts, stats):  # Kafka 0.7 .kafka segments
-            continue
-        if engine == "spark":
-            spark_targets.append(open_target(p))
-            continue
         target = open_target(p)
-        with progress(partition_bytes(target.partitions()), "verify") as advance:
-            verify_target(target, f, opts, stats, advance)
+        if engine == "spark" and target.format is CURRENT:  # Spark reads the current format
+            spark_targets.append(target)
+            continue
+        with progress(partition_bytes(target.format.partitions(target)), "verify") as advance:
+            target.format.check(target, f, opts, stats, advance)
     if spark_targets:
         from kafkalog_cli.spark.jobs import verify_on_spark
 
-        verify_on_spark(spark_targets, f, opts, stats, verify_target, master)
+        verify_on_spark(spark_targets, f, opts, stats, CURRENT.check, master)
     summary: dict[str, Any] = {"partitions": stats.partitions, "segments": stats.segments,
                                "batches": stats.batches,
                                "records": None if shallow else stats.records,

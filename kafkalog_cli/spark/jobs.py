@@ -131,7 +131,8 @@ def _merge(f: Findings, stats: Stats, res: dict[str, Any]) -> int | None:
 def verify(spark: Any, targets: list[Target], f: Findings, opts: CheckOptions, stats: Stats,
            verify_file: Callable[[Target, Findings, CheckOptions, Stats], None],
            absolute: bool = False) -> None:
-    """What commands/verify.verify_target does for each target, with partitions on Spark."""
+    """What the current format's check (storage/formats/current.py) does for each target,
+    with partitions on Spark."""
     parts = [p for t in targets if t.kind != "file" for p in _target_partitions(t)]
     results = iter(run_checks(spark, parts, opts, absolute))
     for t in targets:

@@ -78,7 +78,7 @@ def build_templates(work: Path) -> list[Template]:
     if CORPUS.is_dir():
         _corpus_templates(add)
 
-    from kafkalog_cli.storage.v07_generate import Gen07Spec, generate
+    from kafkalog_cli.storage.drills.generate07 import Gen07Spec, generate
 
     ld07 = work / "v07" / "ld"
     generate(ld07, Gen07Spec(records=60, batch_records=4, codecs=["none", "gzip", "snappy"],

@@ -9,11 +9,11 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalog_cli.commands.verify import verify_target
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import Findings
 from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.formats.current import FORMAT
 from tests.conftest import FIXTURE
 from tests.faults.surgery import mutate, mutation
 
@@ -24,7 +24,7 @@ def exercise(pdir):
     """Everything verify and dump do, in-process; only KafkalogError may come out."""
     f = Findings()
     with contextlib.suppress(KafkalogError):
-        verify_target(open_target(pdir), f, CheckOptions(max_decompressed=1 << 20), Stats())
+        FORMAT.check(open_target(pdir), f, CheckOptions(max_decompressed=1 << 20), Stats())
     part = open_target(pdir).partition
     for seg in part.segments:
         for _pos, b in seg.batches(on_damage=lambda d: None, resync=True):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalog_cli.codec import compression
-from kafkalog_cli.codec.v07 import (
+from kafkalog_cli.codec.message_v07 import (
     codec_name,
     decode_message,
     encode_message,

@@ -8,17 +8,17 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalog_cli.codec.v07 import inner_messages
+from kafkalog_cli.codec.message_v07 import inner_messages
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.drills.generate07 import Gen07Spec, generate
+from kafkalog_cli.storage.formats.kafka07.check import check_target
+from kafkalog_cli.storage.formats.kafka07.layout import find_target
+from kafkalog_cli.storage.formats.kafka07.migrate import MigrateOptions, migrate_partition
+from kafkalog_cli.storage.formats.kafka07.recovery import apply_plan, plan_partition
+from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
-from kafkalog_cli.storage.v07 import find_target
-from kafkalog_cli.storage.v07_check import check_target
-from kafkalog_cli.storage.v07_generate import Gen07Spec, generate
-from kafkalog_cli.storage.v07_migrate import MigrateOptions, migrate_partition
-from kafkalog_cli.storage.v07_recovery import apply_plan, plan_partition
-from kafkalog_cli.storage.v07_scan import iter_entries
 from tests.cli.run import run
 from tests.faults.surgery import mutate, mutation
 

@@ -6,16 +6,20 @@ import struct
 
 import pytest
 
-from kafkalog_cli.codec.v07 import inner_messages
+from kafkalog_cli.codec.message_v07 import inner_messages
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.drills.generate07 import Gen07Spec, generate, payload
+from kafkalog_cli.storage.formats.kafka07.check import check_target
+from kafkalog_cli.storage.formats.kafka07.layout import (
+    find_target,
+    parse_partition_dir,
+    parse_segment_name,
+)
+from kafkalog_cli.storage.formats.kafka07.recovery import apply_plan, plan_partition
+from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
-from kafkalog_cli.storage.v07 import find_target, parse_partition_dir, parse_segment_name
-from kafkalog_cli.storage.v07_check import check_target
-from kafkalog_cli.storage.v07_generate import Gen07Spec, generate, payload
-from kafkalog_cli.storage.v07_recovery import apply_plan, plan_partition
-from kafkalog_cli.storage.v07_scan import iter_entries
 from tests.v07.bytes07 import entry, flip, payload_of, positions, segments
 
 

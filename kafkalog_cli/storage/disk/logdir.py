@@ -13,6 +13,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kafkalog_cli.codec.checkpoint import parse_offsets
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
@@ -243,6 +244,12 @@ class Target:
     kind: str  # "file", "partition", "logdir", "archive"
     log_dirs: list[LogDir] = field(default_factory=list)
     partition: PartitionDir | None = None
+
+    @property
+    def format(self) -> Any:
+        from kafkalog_cli.storage.formats.current import FORMAT
+
+        return FORMAT
 
     def partitions(self, *, linked: bool = False) -> list[PartitionDir]:
         """With `linked`, also the symlinks named like partition dirs in its log dirs (for

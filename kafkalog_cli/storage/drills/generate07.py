@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.codec import compression
-from kafkalog_cli.codec.v07 import SIZE, SIZE_LEN, encode_message_set, split_entries
+from kafkalog_cli.codec.message_v07 import SIZE, SIZE_LEN, encode_message_set, split_entries
 from kafkalog_cli.errors import UsageError
-from kafkalog_cli.storage.v07 import (
+from kafkalog_cli.storage.formats.kafka07.layout import (
     CLEAN_SHUTDOWN,
     partition_dir_name,
     scan_partition,

@@ -11,7 +11,7 @@ Layout (0.7.x `kafka.log.Log`, `LogManager`):
   must be an int. 0.7 has no `-delete`/`-future` dirs, no indexes, no checkpoints.
 A dir holding both `.kafka` segments and 0.8+ files (or a log dir holding both kinds of
 partition dirs) is *mixed*: reported, never guessed at.
-Entries are read by v07_scan.py.
+Entries are read by scan.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from kafkalog_cli.errors import LogDirIOError
 
@@ -112,6 +112,12 @@ class Target07:
     @property
     def log_dir(self) -> Path | None:
         return self.path if self.kind == "logdir" else None
+
+    @property
+    def format(self) -> Any:
+        from kafkalog_cli.storage.formats.kafka07 import FORMAT
+
+        return FORMAT
 
 
 def _entries(path: Path) -> list[os.DirEntry[str]]:

@@ -27,16 +27,16 @@ import os
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from kafkalog_cli.codec.message_v07 import inner_messages
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.disk.files import fsync_dir
 from kafkalog_cli.storage.disk.safety import ensure_mutable, open_file
 from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.formats.kafka07.layout import Partition07, Segment07
+from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.recovery import Action, Problem
-from kafkalog_cli.storage.v07 import Partition07, Segment07
-from kafkalog_cli.storage.v07_scan import iter_entries
 
 
 @dataclass

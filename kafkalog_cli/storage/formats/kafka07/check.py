@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kafkalog_cli.codec.message_v07 import inner_messages
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Findings
-from kafkalog_cli.storage.maintenance.recovery import recover_command
-from kafkalog_cli.storage.v07 import (
+from kafkalog_cli.storage.formats.kafka07.layout import (
     CLEAN_SHUTDOWN,
     LOCK,
     NAME_WIDTH,
@@ -33,7 +32,8 @@ from kafkalog_cli.storage.v07 import (
     Target07,
     parse_partition_dir,
 )
-from kafkalog_cli.storage.v07_scan import iter_entries
+from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
+from kafkalog_cli.storage.maintenance.recovery import recover_command
 
 DAMAGE_CODES = {"torn-tail": "V07_TORN_TAIL", "size-past-end": "V07_SIZE_PAST_END",
                 "bad-size": "V07_BAD_SIZE", "zero-tail": "V07_ZERO_TAIL",

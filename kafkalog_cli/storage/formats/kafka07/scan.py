@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from kafkalog_cli.codec.checksum import crc32
-from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.codec.v07 import (
+from kafkalog_cli.codec.message_v07 import (
     HEAD_SIZE,
     MIN_MESSAGE_SIZE,
     SIZE,
@@ -38,6 +37,7 @@ from kafkalog_cli.codec.v07 import (
     Message07,
     decode_message,
 )
+from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptBatch, LogDirIOError
 from kafkalog_cli.storage.disk.scan import PROBE_STEP, ProbeBudget
 

@@ -27,13 +27,13 @@ from pathlib import Path
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.batch_v2 import encode_batch
+from kafkalog_cli.codec.message_v07 import inner_messages
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.codec.v07 import inner_messages
 from kafkalog_cli.errors import CorruptBatch, CorruptDataError
 from kafkalog_cli.storage.disk import naming, safety
+from kafkalog_cli.storage.formats.kafka07.layout import Partition07
+from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
 from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
-from kafkalog_cli.storage.v07 import Partition07
-from kafkalog_cli.storage.v07_scan import iter_entries
 
 NO_TIMESTAMP = -1
 Mapping = Callable[[int, int], None]  # (0.7 byte offset, new offset)

@@ -1,0 +1,102 @@
+"""The formats a log dir can hold, in one model: a target's format is found from its files
+and is a property of what `open_target` returns (as Kafka's LogSegment reads every magic,
+and kafka-python's MemoryRecords dispatches on the magic byte).
+
+  current  `<base offset>.log` segments of magic 0, 1 and 2 batches (one segment may mix
+           magics, as after an upgrade), addressed by logical offset, with indexes,
+           checkpoints, producer snapshots and timestamps (magic >= 1)
+  0.7      `<byte offset>.kafka` segments of 0.7 entries, addressed by the byte offset of
+           an entry in the partition's stream; no indexes, checkpoints, keys or timestamps;
+           recovery reads the newest segment only (formats/kafka07/)
+
+What differs sits behind `LogFormat`: names and what an offset means (`byte_offsets`), the
+framing (each format's scanner), what recovery truncates (each format's plan), which
+indexes and fields exist (`has_timestamps`, `has_keys`). The commands open targets here and
+call the format's operations; none asks which format a path holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from kafkalog_cli.errors import UsageError
+
+Row = dict[str, Any]
+
+
+class DumpSink(Protocol):
+    """Where a format's dump goes (the dump command's Dumper): rows and their text lines."""
+
+    batches: bool
+    records: bool
+    max_decompressed: int
+    enc: Callable[[bytes], Any]
+
+    def row(self, row: Row) -> None: ...
+
+    def text(self, line: str) -> None: ...
+
+    def problem(self, message: str) -> None: ...
+
+
+class LogFormat(Protocol):
+    """One on-disk format: what a target of it is, and each command's work on it."""
+
+    name: str  # machine output's `format`
+    byte_offsets: bool  # an offset is an entry's byte position in the partition's stream
+    has_timestamps: bool
+    has_keys: bool  # keys and producer ids: what dump's --key/--producer-id filter on
+
+    def find(self, path: Path) -> Any | None:
+        """The target PATH names if it holds this format's data, else None."""
+
+    def partitions(self, target: Any, linked: bool = False) -> list[Any]:
+        """The target's partitions (with `linked`, the symlinks named like one too)."""
+
+    def check(self, target: Any, f: Any, opts: Any, stats: Any,
+              advance: Callable[[int], None] | None = None) -> None:
+        """verify: every finding of the target into `f`."""
+
+    def info(self, target: Any) -> Row:
+        """info: the target's entry, with a row per partition."""
+
+    def log_range(self, part: Any) -> tuple[int | None, int | None]:
+        """find-by-time's earliest and latest: (log start, log end) of a partition."""
+
+    def dump(self, target: Any, sink: Any, from_offset: int | None,
+             to_offset: int | None) -> None:
+        """dump: the target's rows into the sink."""
+
+    def row_kinds(self, target: Any, records: bool, batches: bool) -> list[str]:
+        """The kinds of rows dumping the target can print."""
+
+
+def formats() -> tuple[LogFormat, ...]:
+    """In the order a path is tried: 0.7 first (its `.kafka` names are unambiguous), then
+    the current format, which claims every other path (and refuses what holds no data)."""
+    from kafkalog_cli.storage.formats import current, kafka07
+
+    return kafka07.FORMAT, current.FORMAT
+
+
+def open_target(path: str | Path) -> Any:
+    """What PATH names, with its `format`."""
+    for fmt in formats():
+        t = fmt.find(Path(path))
+        if t is not None:
+            return t
+    raise AssertionError("the current format claims every path")  # pragma: no cover
+
+
+def open_targets(paths: tuple[str, ...] | list[str]) -> list[Any]:
+    """Every PATH resolved before the first row is printed; one format for all of them."""
+    ts = [open_target(p) for p in paths]
+    names = {t.format.name for t in ts}
+    if len(names) > 1:
+        first = ts[0].format.name
+        other = ", ".join(p for p, t in zip(paths, ts, strict=True) if t.format.name != first)
+        raise UsageError(f"{other}: not Kafka {first} data, while {ts[0].path} is; run the "
+                         "command on each kind of path separately")
+    return ts

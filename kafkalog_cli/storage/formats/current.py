@@ -1,0 +1,198 @@
+"""The current format: `.log` segments of magic 0, 1 and 2 batches (storage/disk, checks,
+queries and maintenance implement it; this module is its face for the commands)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
+from kafkalog_cli.codec.snapshot import decode_snapshot
+from kafkalog_cli.errors import CorruptDataError, KafkalogError, UsageError
+from kafkalog_cli.storage.checks.check import (
+    CheckOptions,
+    Stats,
+    check_log_dir_files,
+    check_log_file,
+    check_partition,
+)
+from kafkalog_cli.storage.checks.findings import ERROR, Findings
+from kafkalog_cli.storage.disk import logdir, naming
+from kafkalog_cli.storage.disk.checkpoints import recovery_point
+from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
+from kafkalog_cli.storage.maintenance.recovery import validation_floor
+from kafkalog_cli.storage.queries import timelookup
+from kafkalog_cli.storage.queries.overview import lock_state, partition_info
+
+Row = dict[str, Any]
+ENTRY_KINDS: Final = {"logdir": "logDir", "archive": "logDir", "partition": "partitionDir",
+                      "file": "segmentFile"}
+_SUFFIX_KINDS: Final = {naming.INDEX: "index-entry", naming.TIMEINDEX: "timeindex-entry",
+                        naming.TXNINDEX: "aborted-txn", naming.SNAPSHOT: "producer"}
+
+
+def is_log(path: Path, fn: naming.FileName) -> bool:
+    return (fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.LOG) or \
+        fn.kind is naming.FileKind.KRAFT_SNAPSHOT or \
+        (path.name.endswith((".log", ".checkpoint")) and fn.kind is not naming.FileKind.ROOT)
+
+
+def file_kind(path: Path, fn: naming.FileName) -> str:
+    """The kind of rows a file that is not a log prints; refuses a file dump cannot read."""
+    if fn.suffix in _SUFFIX_KINDS:
+        return _SUFFIX_KINDS[fn.suffix]
+    if fn.kind is naming.FileKind.LEADER_EPOCH:
+        return "leader-epoch"
+    if fn.name in naming.ROOT_CHECKPOINTS:
+        return "checkpoint-entry"
+    if fn.kind in (naming.FileKind.PARTITION_METADATA, naming.FileKind.ROOT,
+                   naming.FileKind.QUORUM_STATE):
+        return "file"
+    raise UsageError(f"{path}: not a file kafkalog knows how to dump")
+
+
+def segment_target(t: Target) -> tuple[PartitionDir, int]:
+    """A segment file's partition, and the segment's base offset (info, txn)."""
+    fn = naming.parse_file_name(t.path.name)
+    if fn.kind is not naming.FileKind.SEGMENT or fn.offset is None or fn.temp:
+        raise UsageError(f"{t.path}: name a segment file, a partition dir or a log dir")
+    return scan_partition(t.path.parent), fn.offset
+
+
+class CurrentFormat:
+    name: Final = "current"
+    byte_offsets: Final = False
+    has_timestamps: Final = True
+    has_keys: Final = True
+
+    def find(self, path: Path) -> Target:
+        return logdir.open_target(path)
+
+    def partitions(self, target: Target, linked: bool = False) -> list[PartitionDir]:
+        return target.partitions(linked=linked)
+
+    # -- verify -------------------------------------------------------------------------
+
+    def check(self, target: Target, f: Findings, opts: CheckOptions, stats: Stats,
+              advance: Callable[[int], None] | None = None) -> None:
+        if target.kind == "file":
+            _check_file(target.path, f, opts, stats)
+            return
+        if target.kind == "partition":
+            assert target.partition is not None
+            check_partition(target.partition, f, opts, stats, advance)
+            return
+        for ld in target.log_dirs:
+            leos: dict[tuple[str, int], int | None] = {}
+            firsts: dict[tuple[str, int], int] = {}
+            for part in ld.partitions:
+                leo = check_partition(part, f, opts, stats, advance)
+                if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
+                    continue
+                leos[part.key] = leo
+                if part.segments:
+                    firsts[part.key] = part.segments[0].base_offset
+            check_log_dir_files(ld, f, leos, firsts)
+
+    # -- info ---------------------------------------------------------------------------
+
+    def info(self, t: Target) -> list[Row]:
+        if t.kind == "file":
+            part, base = segment_target(t)
+            return [{"kind": "segmentFile", "path": str(t.path),
+                     "partitions": [partition_info(part, {base}).as_dict()]}]
+        if not t.log_dirs:
+            return [{"kind": ENTRY_KINDS[t.kind], "path": str(t.path),
+                     "partitions": [partition_info(x).as_dict()
+                                    for x in t.partitions(linked=True)]}]
+        out = []
+        for ld in t.log_dirs:
+            cache = ld.remote_index_cache
+            out.append({"kind": "logDir", "path": str(ld.path),
+                        "cleanShutdown": naming.CLEAN_SHUTDOWN in ld.root_files,
+                        "lock": lock_state(ld),
+                        "unknownFiles": ld.unknown + [d + "/" for d in ld.bad_dirs],
+                        "remoteIndexCache": None if cache is None else {
+                            "files": len(cache.files), "bytes": cache.bytes},
+                        "partitions": [partition_info(x).as_dict() for x in ld.partitions]})
+        return out
+
+    # -- find-by-time -------------------------------------------------------------------
+
+    def list_offsets(self, part: PartitionDir, when: int | str) -> timelookup.Found:
+        """ListOffsets for a timestamp, or earliest / latest / max-timestamp."""
+        log_start = None
+        if part.log_dir is not None:
+            try:
+                log_start = (part.log_dir.checkpoint(naming.LOG_START) or {}).get(part.key)
+            except (KafkalogError, OSError):  # unreadable: "first segment", as Kafka does
+                log_start = None
+        if when == "earliest":
+            first = part.segments[0].base_offset if part.segments else 0
+            start = max(first, log_start or 0)
+            return timelookup.Found(start, None, timelookup.epoch_for_offset(part, start))
+        if when == "latest":
+            return timelookup.Found(timelookup.log_end_offset(part), None,
+                                    timelookup.epoch_for_offset(part, None))
+        if when == "max-timestamp":
+            return timelookup.max_timestamp_offset(part)
+        assert isinstance(when, int)
+        return timelookup.offset_for_time(part, when, log_start)
+
+    # -- dump ---------------------------------------------------------------------------
+
+    def row_kinds(self, target: Target, records: bool, batches: bool) -> list[str]:
+        if target.kind == "file":
+            fn = naming.parse_file_name(target.path.name)
+            if not is_log(target.path, fn):
+                return [file_kind(target.path, fn)]
+        return ["batch"] * batches + ["record"] * records
+
+    def dump(self, target: Target, sink: Any) -> None:
+        """Through the dump command's batch and file readers (`sink`)."""
+        if target.kind != "file":
+            for part in target.partitions():
+                sink.partition(part)
+            return
+        fn = naming.parse_file_name(target.path.name)
+        if is_log(target.path, fn):
+            sink.log_file(target.path, fn.offset)
+            return
+        try:
+            sink.other_file(target.path, fn)
+        except CorruptDataError as e:
+            raise e.located(str(target.path), 0) from None
+
+
+def _check_file(path: Path, f: Findings, opts: CheckOptions, stats: Stats) -> None:
+    fn = naming.parse_file_name(path.name)
+    if fn.kind is naming.FileKind.SEGMENT and fn.suffix != naming.SNAPSHOT and not fn.temp:
+        part = logdir.open_target(path.parent).partition or scan_partition(path.parent)
+        floor = validation_floor([s.base_offset for s in part.segments], recovery_point(part))
+        part.segments = [s for s in part.segments if s.base_offset == fn.offset]
+        if not part.segments:
+            raise UsageError(f"{path}: index file without its .log; nothing to check it against")
+        part.temp_files, part.orphan_indexes, part.unknown = [], [], []
+        part.snapshots, part.kraft_snapshots, part.special = [], [], []
+        check_partition(part, f, opts, stats, floor_base=floor)
+        return
+    try:
+        if fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.SNAPSHOT:
+            decode_snapshot(path.read_bytes())
+        elif fn.kind is naming.FileKind.LEADER_EPOCH:
+            parse_leader_epochs(path.read_bytes())
+        elif fn.name in naming.ROOT_CHECKPOINTS:
+            parse_offsets(path.read_bytes())
+        elif fn.kind is naming.FileKind.KRAFT_SNAPSHOT or path.name.endswith(
+                (".log", ".log.swap", ".log.cleaned", ".log.deleted", ".checkpoint")):
+            check_log_file(path, fn.offset if fn.kind is naming.FileKind.SEGMENT and
+                           fn.offset is not None else 0, f, opts, stats,
+                           fix_log=f"kafkalog recover {path.parent}")
+        else:
+            raise UsageError(f"{path}: not a file kafkalog knows how to verify")
+    except CorruptDataError as e:
+        f.add(ERROR, "FILE_CORRUPT", path, e.pos, e.reason)
+
+
+FORMAT: Final = CurrentFormat()

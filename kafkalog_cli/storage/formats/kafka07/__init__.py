@@ -1,0 +1,155 @@
+"""Kafka 0.7 as a format: `.kafka` segments named, and messages addressed, by byte offset.
+
+layout.py names and finds partitions, scan.py frames entries, check.py holds verify's
+findings, recovery.py 0.7's own recovery rule, migrate.py the conversion to the current
+format. This module is the format's face for the commands (see formats/__init__.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.message_v07 import Message07, codec_name, inner_messages
+from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.errors import CorruptDataError, UsageError
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats
+from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.formats.kafka07.check import check_target, target_problems
+from kafkalog_cli.storage.formats.kafka07.layout import (
+    CLEAN_SHUTDOWN,
+    Partition07,
+    Segment07,
+    Target07,
+    find_target,
+)
+from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
+from kafkalog_cli.storage.queries.timelookup import Found
+
+Row = dict[str, Any]
+_ENTRY_KINDS: Final = {"logdir": "logDir", "partition": "partitionDir", "file": "segmentFile"}
+
+
+def _fields(m: Message07) -> Row:
+    return {"magic": m.magic, "attributes": m.attributes, "compression": codec_name(m.codec),
+            "crc": m.crc, "isValid": m.is_valid(), "payloadSize": len(m.payload)}
+
+
+def partition_info(part: Partition07) -> Row:
+    info: Row = {"topic": part.topic, "partition": part.partition, "path": str(part.path),
+                 "format": FORMAT.name, "segments": len(part.segments),
+                 "bytes": sum(s.size for s in part.segments),
+                 "logStartOffset": part.segments[0].start if part.segments else None,
+                 "logEndOffset": None, "entries": 0, "codecs": set(), "magics": set(),
+                 "damaged": False, "mixed": part.mixed}
+    for seg in part.segments:
+        def hit(_d: Damage) -> None:
+            info["damaged"] = True
+        end = seg.start
+        for pos, msg in iter_entries(seg.path, on_damage=hit):
+            info["entries"] += 1
+            info["codecs"].add(codec_name(msg.codec))
+            info["magics"].add(msg.magic)
+            end = seg.start + pos + msg.entry_size
+        info["logEndOffset"] = end
+    info["codecs"], info["magics"] = sorted(info["codecs"]), sorted(info["magics"])
+    return info
+
+
+class Kafka07Format:
+    name: Final = "0.7"
+    byte_offsets: Final = True
+    has_timestamps: Final = False
+    has_keys: Final = False
+
+    def find(self, path: Path) -> Target07 | None:
+        return find_target(path)
+
+    def partitions(self, target: Target07, linked: bool = False) -> list[Partition07]:
+        return target.partitions
+
+    def check(self, target: Target07, f: Findings, opts: CheckOptions, stats: Stats,
+              advance: Callable[[int], None] | None = None) -> None:
+        check_target(target, f, opts, stats)
+
+    def info(self, t: Target07) -> list[Row]:
+        entry: Row = {"kind": _ENTRY_KINDS[t.kind], "path": str(t.path), "format": self.name}
+        if t.kind == "logdir":
+            entry["cleanShutdown"] = CLEAN_SHUTDOWN in t.root_files
+            entry["mixedDirs"] = [str(d) for d in t.modern_dirs]
+        entry["partitions"] = [partition_info(p) for p in t.partitions]
+        return [entry]
+
+    def list_offsets(self, part: Partition07, when: int | str) -> Found:
+        if when not in ("earliest", "latest"):
+            raise UsageError(f"{part.path}: Kafka 0.7 messages carry no timestamp, so there "
+                             "is nothing to search by time (0.7 brokers answered time queries "
+                             "from segment file modification times only); use --timestamp "
+                             "earliest or latest, or `kafkalog migrate` the partition first")
+        if not part.segments:
+            return Found(None, None)
+        if when == "earliest":
+            return Found(part.segments[0].start, None)
+        return Found(partition_info(part)["logEndOffset"], None)
+
+    def row_kinds(self, target: Target07, records: bool, batches: bool) -> list[str]:
+        return ["entry"] * batches + ["message"] * records
+
+    def dump(self, t: Target07, sink: Any) -> None:
+        flt = sink.f
+        if flt.only == "control":  # 0.7 has no control batches
+            return
+        for path, msg in target_problems(t):
+            sink.problem(f"{path}: {msg}")
+        for part in t.partitions:
+            if part.mixed and t.kind != "file":
+                continue
+            for seg in part.segments:
+                if flt.to_offset is not None and seg.start > flt.to_offset:
+                    break
+                if flt.from_offset is not None and seg.end <= flt.from_offset:
+                    continue
+                _dump_segment(sink, part, seg)
+
+
+def _damage_reporter(sink: Any, seg: Segment07) -> Callable[[Damage], None]:
+    def report(dmg: Damage) -> None:
+        sink.problem(f"{seg.path}:{dmg.position}: {dmg.reason} (offset "
+                     f"{seg.start + dmg.position}) [{dmg.code}]")
+        if dmg.position + dmg.size >= seg.size:
+            sink.out.text(f"Found {dmg.size} invalid bytes at the end of {seg.path.name}")
+    return report
+
+
+def _dump_segment(sink: Any, part: Partition07, seg: Segment07) -> None:
+    out, flt = sink.out, sink.f
+    out.text(f"Dumping {seg.path}")
+    out.text(f"Starting offset: {seg.start}")
+    base = {"topic": part.topic, "partition": part.partition}
+    for pos, msg in iter_entries(seg.path, on_damage=_damage_reporter(sink, seg), resync=True):
+        offset = seg.start + pos
+        nxt = offset + msg.entry_size
+        if flt.from_offset is not None and nxt <= flt.from_offset:
+            continue
+        if flt.to_offset is not None and offset > flt.to_offset:
+            break
+        if sink.batches:
+            out.row({"kind": "entry", "file": str(seg.path), **base, "position": pos,
+                     "offset": offset, "nextOffset": nxt, "size": msg.size, **_fields(msg)})
+        if not sink.records:
+            continue
+        try:
+            inner = inner_messages(msg, sink.max_decompressed)
+        except CorruptDataError as e:
+            sink.problem(f"{seg.path}:{pos}: compressed message does not decode: {e.reason}")
+            continue
+        wrapped = msg.codec != compression.NONE
+        for i, m in enumerate(inner):
+            out.row({"kind": "message", **base, "offset": offset, "nextOffset": nxt,
+                     "innerIndex": i if wrapped else None, **_fields(m),
+                     "payload": sink.enc(bytes(m.payload))})
+
+
+FORMAT: Final = Kafka07Format()
