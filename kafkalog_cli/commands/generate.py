@@ -8,27 +8,11 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.codec.compression import NAMES
-from kafkalog_cli.commands import options, v07
+from kafkalog_cli.commands import options
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
-from kafkalog_cli.storage.disk.logdir import open_target
-from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
-from kafkalog_cli.storage.drills.generate import GenSpec, generate
-
-# The fixture `make demo` and the tests use: every codec, headers, nulls, tombstones,
-# transactions with commits and aborts, an idempotent producer, legacy magic 0 and 1.
-PRESETS: dict[str, list[tuple[str, GenSpec]]] = {
-    "sample": [
-        ("demo", GenSpec(topics=["demo"], partitions=2, records=600, codecs=list(NAMES),
-                         transactions=True, idempotent=True, seed=11)),
-        ("legacy", GenSpec(topics=["legacy-v0"], records=200, magic=0, keys=20,
-                           codecs=["none", "gzip", "snappy", "lz4"], headers=False, seed=12)),
-        ("legacy", GenSpec(topics=["legacy-v1"], records=200, magic=1, keys=20,
-                           codecs=["none", "gzip", "snappy", "lz4"], headers=False, seed=13)),
-        ("logappend", GenSpec(topics=["appendtime"], records=100, log_append_time=True,
-                              codecs=["none", "zstd"], seed=14)),
-    ],
-}
+from kafkalog_cli.storage.drills.generate import PRESETS
+from kafkalog_cli.storage.formats import formats
 
 
 @click.command("generate")
@@ -55,10 +39,15 @@ PRESETS: dict[str, list[tuple[str, GenSpec]]] = {
               show_default=True)
 @click.option("--seed", type=options.Int64(), default=1, show_default=True)
 @click.option("--force", is_flag=True, help="Replace OUT if it exists.")
-@click.option("--damage", "damages", multiple=True, type=click.Choice(v07.damage_kinds(KINDS)),
+@click.option("--damage", "damages", multiple=True,
+              type=click.Choice(list(dict.fromkeys(k for f in formats()[::-1]
+                                                   for k in f.damage_kinds))),
               help="Damage the result for repair drills (repeatable); what was done is "
                    "printed on stderr.")
-@v07.generate_options
+@click.option("--format", "layout", type=click.Choice([f.name for f in formats()[::-1]]),
+              default="current", show_default=True,
+              help="0.7 writes Kafka 0.7 partitions (.kafka segments, byte offsets; "
+                   "--damage then takes " + ", ".join(formats()[0].damage_kinds) + ").")
 def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: int,
             records: int, batch_records: int, value_bytes: int, keys: int, tombstones: float,
             codecs: tuple[str, ...], magic: int, transactions: bool, idempotent: bool,
@@ -77,24 +66,12 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
         if not force:
             raise UsageError(f"{out} exists; pass --force to replace it")
         shutil.rmtree(out)
-    if layout != "current" or not set(damages) <= set(KINDS):  # Kafka 0.7 partitions
-        return v07.generate(out, layout=layout, damage=damages, preset=preset, topics=topics,
-                            partitions=partitions, records=records, batch_records=batch_records,
-                            value_bytes=value_bytes, codecs=codecs, magic=magic,
-                            segment_bytes=segment_bytes, seed=seed)
-    if preset:
-        for _name, spec in PRESETS[preset]:
-            generate(out, spec)
-    else:
-        spec = GenSpec(topics=list(topics), partitions=partitions, records=records,
-                       batch_records=batch_records, value_bytes=value_bytes, keys=keys,
-                       tombstone_ratio=tombstones, codecs=list(codecs), magic=magic,
-                       transactions=transactions, idempotent=idempotent, jitter_ms=jitter_ms,
-                       segment_bytes=segment_bytes, seed=seed)
-        generate(out, spec)
-    if damages:
-        parts = open_target(out).partitions()
-        for i, kind in enumerate(damages):
-            note(f"damage {kind}: " + apply_damage(parts[i % len(parts)], kind, seed + i))
-    note(f"wrote {out}")
+    fmt = next(f for f in formats() if f.name == layout)
+    for line in fmt.generate(out, preset=preset, damages=damages, topics=topics,
+                             partitions=partitions, records=records,
+                             batch_records=batch_records, value_bytes=value_bytes, keys=keys,
+                             tombstones=tombstones, codecs=codecs, magic=magic,
+                             transactions=transactions, idempotent=idempotent,
+                             jitter_ms=jitter_ms, segment_bytes=segment_bytes, seed=seed):
+        note(line)
     return 0

@@ -64,6 +64,22 @@ def _value(rng: random.Random, n: int) -> bytes:
     return " ".join(out).encode()[:n]
 
 
+# The fixture `make demo` and the tests use: every codec, headers, nulls, tombstones,
+# transactions with commits and aborts, an idempotent producer, legacy magic 0 and 1.
+PRESETS: dict[str, list[tuple[str, GenSpec]]] = {
+    "sample": [
+        ("demo", GenSpec(topics=["demo"], partitions=2, records=600, codecs=list(compression.NAMES),
+                         transactions=True, idempotent=True, seed=11)),
+        ("legacy", GenSpec(topics=["legacy-v0"], records=200, magic=0, keys=20,
+                           codecs=["none", "gzip", "snappy", "lz4"], headers=False, seed=12)),
+        ("legacy", GenSpec(topics=["legacy-v1"], records=200, magic=1, keys=20,
+                           codecs=["none", "gzip", "snappy", "lz4"], headers=False, seed=13)),
+        ("logappend", GenSpec(topics=["appendtime"], records=100, log_append_time=True,
+                              codecs=["none", "zstd"], seed=14)),
+    ],
+}
+
+
 def generate(log_dir: Path, spec: GenSpec) -> dict[tuple[str, int], int]:
     """Write the log dir; returns each partition's log end offset."""
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,8 @@ from kafkalog_cli.storage.checks.findings import ERROR, Findings
 from kafkalog_cli.storage.disk import logdir, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
+from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
+from kafkalog_cli.storage.drills.generate import PRESETS, GenSpec, generate
 from kafkalog_cli.storage.maintenance.recovery import validation_floor
 from kafkalog_cli.storage.queries import timelookup
 from kafkalog_cli.storage.queries.overview import lock_state, partition_info
@@ -71,6 +73,37 @@ class CurrentFormat:
 
     def partitions(self, target: Target, linked: bool = False) -> list[PartitionDir]:
         return target.partitions(linked=linked)
+
+    # -- generate -----------------------------------------------------------------------
+
+    damage_kinds: Final = KINDS
+
+    def generate(self, out: Path, *, preset: str | None, damages: tuple[str, ...],
+                 topics: tuple[str, ...], partitions: int, records: int, batch_records: int,
+                 value_bytes: int, keys: int, tombstones: float, codecs: tuple[str, ...],
+                 magic: int, transactions: bool, idempotent: bool, jitter_ms: int,
+                 segment_bytes: int, seed: int) -> list[str]:
+        """Write a seeded log dir, damaged as asked; the notes say what was done."""
+        if not set(damages) <= set(KINDS):
+            raise UsageError(f"--damage {', '.join(damages)}: some of these exist only for "
+                             "Kafka 0.7 partitions; add --format 0.7")
+        if preset:
+            for _name, spec in PRESETS[preset]:
+                generate(out, spec)
+        else:
+            generate(out, GenSpec(
+                topics=list(topics), partitions=partitions, records=records,
+                batch_records=batch_records, value_bytes=value_bytes, keys=keys,
+                tombstone_ratio=tombstones, codecs=list(codecs), magic=magic,
+                transactions=transactions, idempotent=idempotent, jitter_ms=jitter_ms,
+                segment_bytes=segment_bytes, seed=seed))
+        notes = []
+        if damages:
+            parts = logdir.open_target(out).partitions()
+            for i, kind in enumerate(damages):
+                notes.append(f"damage {kind}: " + apply_damage(parts[i % len(parts)], kind,
+                                                                seed + i))
+        return [*notes, f"wrote {out}"]
 
     # -- verify -------------------------------------------------------------------------
 

@@ -70,6 +70,32 @@ class Kafka07Format:
     def partitions(self, target: Target07, linked: bool = False) -> list[Partition07]:
         return target.partitions
 
+    @property
+    def damage_kinds(self) -> tuple[str, ...]:
+        from kafkalog_cli.storage.drills.generate07 import DAMAGES  # it imports layout.py
+
+        return DAMAGES
+
+    def generate(self, out: Path, *, preset: str | None, damages: tuple[str, ...],
+                 topics: tuple[str, ...], partitions: int, records: int, batch_records: int,
+                 value_bytes: int, codecs: tuple[str, ...], magic: int, segment_bytes: int,
+                 seed: int, **_current_only: Any) -> list[str]:
+        from kafkalog_cli.storage.drills.generate07 import Gen07Spec
+        from kafkalog_cli.storage.drills.generate07 import generate as generate07
+
+        if preset:
+            raise UsageError("--preset writes current log dirs; leave it out with --format 0.7")
+        spec = Gen07Spec(topics=list(topics), partitions=partitions, records=records,
+                         batch_records=batch_records, value_bytes=value_bytes,
+                         codecs=list(codecs), magic=1 if magic == 2 else magic,
+                         segment_bytes=segment_bytes, seed=seed, damage=list(damages))
+        _leos, done = generate07(out, spec)
+        notes = []
+        for dmg in done:
+            at = f":{dmg.position}" if dmg.position is not None else ""
+            notes.append(f"damage {dmg.kind} at {dmg.path}{at}")
+        return [*notes, f"wrote {out} (Kafka 0.7 format)"]
+
     def check(self, target: Target07, f: Findings, opts: CheckOptions, stats: Stats,
               advance: Callable[[int], None] | None = None) -> None:
         check_target(target, f, opts, stats)
