@@ -16,7 +16,6 @@ from kafkalog_cli.commands.common import (
     lock_dirs,
     partition_bytes,
     partition_fields,
-    quarantines,
     ticking,
 )
 from kafkalog_cli.errors import UsageError
@@ -31,6 +30,7 @@ from kafkalog_cli.storage.maintenance.compaction import (
     cleanable_range,
     replay,
 )
+from kafkalog_cli.storage.maintenance.guard import quarantines
 from kafkalog_cli.storage.maintenance.offset_map import ENTRY
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 

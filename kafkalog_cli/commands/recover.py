@@ -9,61 +9,16 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options, v07
-from kafkalog_cli.commands.common import (
-    lock_dirs,
-    partition_bytes,
-    partition_fields,
-    quarantines,
-    ticking,
-)
-from kafkalog_cli.errors import (
-    EXIT_FIXED,
-    EXIT_UNFIXED,
-    CorruptDataError,
-    LogDirIOError,
-    UsageError,
-)
-from kafkalog_cli.output.console import progress, settings
+from kafkalog_cli.commands import options
+from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, UsageError
+from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import write_report
-from kafkalog_cli.storage.checks.check import (
-    CheckOptions,
-    Stats,
-    check_log_dir_files,
-    check_partition,
-)
-from kafkalog_cli.storage.checks.findings import ERROR, Findings
-from kafkalog_cli.storage.disk import naming
-from kafkalog_cli.storage.disk.checkpoints import read_offsets, recovery_point, update_offsets
-from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target, scan_log_dir, scan_partition
-from kafkalog_cli.storage.maintenance.quarantine import Quarantine
-from kafkalog_cli.storage.maintenance.rebuild import DEFAULT_INDEX_INTERVAL, IndexCapacity
-from kafkalog_cli.storage.maintenance.recovery import Plan, apply_plan, plan_partition
-from kafkalog_cli.storage.maintenance.replace import apply_loader_actions
+from kafkalog_cli.storage.formats import open_targets
+from kafkalog_cli.storage.maintenance.rebuild import DEFAULT_INDEX_INTERVAL
+from kafkalog_cli.storage.maintenance.recover_run import RecoverOptions
 
 # csv and tables: a row for each
 LISTS = {"actions": "action", "problems": "problem", "left": "left"}
-
-
-def _corrupt(path: Path) -> bool:
-    try:
-        read_offsets(path)
-        return False
-    except CorruptDataError:
-        return True
-    except LogDirIOError:
-        return False  # not a regular file: nothing here rewrites that
-
-
-def _describe(plan: Plan) -> list[dict[str, Any]]:
-    rows = [{"action": a.action, "file": str(a.path), "reason": a.reason,
-             **({"to": str(a.to)} if a.to else {})} for a in plan.loader]
-    return rows + [a.as_dict() for a in plan.actions]
-
-
-def _left(findings: Findings) -> list[dict[str, Any]]:
-    """Errors verify still reports: what recover leaves, with the command that fixes each."""
-    return [x.as_dict() for x in findings.items if x.severity == ERROR]
 
 
 def _text(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
@@ -93,28 +48,6 @@ def _text(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
     return "\n".join(lines)
 
 
-def _fix_root_checkpoints(ld: Path, names: tuple[str, ...],
-                          rp_updates: dict[tuple[str, int], int | None], q: Quarantine,
-                          dry_run: bool) -> list[dict[str, Any]]:
-    """Rewrite the log dir's checkpoints that do not parse. A broker treats such a file as
-    empty (LogManager.loadLogs: recovery points 0, log start offsets from the first
-    segments; LogCleanerManager: no cleaner offsets; no high watermarks, so 0), so one
-    holding no entries (the recovery points just computed) says the same, readably."""
-    rows = []
-    for name in names:
-        cp = ld / name
-        updates = rp_updates if name == naming.RECOVERY_POINT else {}
-        if not _corrupt(cp):
-            if updates and not dry_run:
-                update_offsets(cp, updates)
-            continue
-        rows.append({"action": "rewrite", "file": str(cp),
-                     "reason": "checkpoint that does not parse (the broker reads it as empty); "
-                               f"rewritten with {len(updates)} entries"})
-        if not dry_run:
-            q.remove(cp, "checkpoint that does not parse; rewritten")
-            update_offsets(cp, updates, replace_corrupt=True)
-    return rows
 
 
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
@@ -161,128 +94,22 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     """
     if quarantine_dir and no_quarantine:
         raise UsageError("--quarantine and --no-quarantine contradict each other")
-    if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7: its own recovery rule
-        return v07.recover(t07, full=full, force=force, dry_run=dry_run,
-                           quarantine_dir=quarantine_dir, no_quarantine=no_quarantine, fmt=fmt)
-    capacity = IndexCapacity.of(segment_index_bytes) if segment_index_bytes else None
-    report: list[dict[str, Any]] = []
-    root_report: list[dict[str, Any]] = []
-    changed = problems = 0
-    out = sys.stdout
+    o = RecoverOptions(full, force, dry_run, quarantine_dir, no_quarantine,
+                       index_interval_bytes, segment_index_bytes, warn)
+    targets = open_targets(paths)
     with ExitStack() as stack:
-        targets = [open_target(p) for p in paths]
-        parts = [x for t in targets for x in t.partitions(linked=True)]
-        if not parts:
-            raise UsageError("no partition dirs found under " + ", ".join(paths))
-        # root files are repaired and checked where the target is a log dir, as verify does
-        roots = list(dict.fromkeys(ld.path.resolve() for t in targets for ld in t.log_dirs))
-        parts = lock_dirs(parts, stack, dry_run=dry_run, interrupted_ok=True,
-                          writes=naming.ROOT_CHECKPOINTS if roots else
-                          (naming.RECOVERY_POINT, naming.REPLICATION))
-        qs = quarantines(parts, quarantine_dir, enabled=not no_quarantine, log_dirs=roots)
-        rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
-        hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
-        validated: dict[Path, frozenset[int]] = {}  # segments recover validated deeply
-        bar = stack.enter_context(progress(partition_bytes(parts), "recover"))
-        for part in ticking(parts, bar):
-            log_dir = part.path.parent.resolve()
-            q = qs[log_dir]
-            rp = recovery_point(part)
-            rows_corrupt = rp == 0 and part.log_dir is not None and \
-                _corrupt(log_dir / naming.RECOVERY_POINT)
-            plan = plan_partition(part, rp, full=full, force=force, interval=index_interval_bytes,
-                                  capacity=capacity)
-            rows = _describe(plan)
-            if not dry_run and not plan.empty:
-                # finish the loader passes first, then plan the rest on the real files
-                apply_loader_actions(plan.loader, q)
-                plan2 = plan_partition(scan_partition(part.path, part.log_dir), rp, full=full,
-                                       force=force, interval=index_interval_bytes,
-                                       capacity=capacity)
-                apply_plan(plan2, q)
-                rows = _describe(plan) [:len(plan.loader)] + _describe(plan2)
-                plan = plan2
-            probs = [p.as_dict() for p in plan.problems]
-            if part.topic_error is not None:
-                probs.append({"file": str(part.path), "position": None,
-                              "message": f"{part.topic_error}: its recovery point is not "
-                                         "written (rename the dir)"})
-            changed += bool(rows)
-            problems += len(probs)
-            if part.log_dir is not None and plan.log_end_offset is not None and not probs:
-                if rp != plan.log_end_offset or rows_corrupt:
-                    rp_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
-                    rows.append({"action": "checkpoint",
-                                 "file": str(log_dir / naming.RECOVERY_POINT),
-                                 "reason": f"recovery point {rp} -> {plan.log_end_offset}"})
-                    changed += 1
-                try:
-                    hw = read_offsets(log_dir / naming.REPLICATION).get(part.key)
-                except (CorruptDataError, LogDirIOError):
-                    hw = None
-                if hw is not None and hw > plan.log_end_offset:
-                    hw_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
-                    rows.append({"action": "checkpoint", "file": str(log_dir / naming.REPLICATION),
-                                 "reason": f"high watermark {hw} -> {plan.log_end_offset} (the "
-                                           "broker clamps it to the log end at load)"})
-                    changed += 1
-            validated[part.path] = frozenset(plan.validated)
-            report.append({**partition_fields(part), "recoveryPoint": rp,
-                           "logEndOffset": plan.log_end_offset, "actions": rows,
-                           "problems": probs, "left": []})
-        for log_dir in dict.fromkeys([*rp_updates, *roots]):
-            # beneath a partition target only the recovery points are its business
-            names = naming.ROOT_CHECKPOINTS if log_dir in roots else (naming.RECOVERY_POINT,)
-            rows = _fix_root_checkpoints(log_dir, names, rp_updates.get(log_dir, {}),
-                                         qs[log_dir], dry_run)
-            changed += len(rows)
-            if log_dir in roots:
-                root_report.append({"logDir": str(log_dir), "actions": rows, "left": []})
-        if not dry_run:
-            for log_dir, updates in hw_updates.items():
-                update_offsets(log_dir / naming.REPLICATION, updates)
-        left = _check_after(parts, report, root_report, validated, dry_run)
+        done = targets[0].format.recover(targets, o, stack,
+                                         lambda total: progress(total, "recover"))
+    report, root_report = done.partitions, done.log_dirs
+    out = sys.stdout
     if fmt != "text":
         write_report(fmt, {"dryRun": dry_run}, report, LISTS, log_dirs=root_report)
     else:
         for r in [*report, *root_report]:
             if r["actions"] or r.get("problems") or r["left"]:
                 out.write(_text(r["actions"], r.get("problems", []), r["left"], dry_run) + "\n")
-        if not changed and not problems and not left and not settings.quiet:
+        if not (done.changed or done.problems or done.left) and not settings.quiet:
             out.write("nothing to do\n")
-    if problems or left or (dry_run and changed):
+    if done.problems or done.left or (dry_run and done.changed):
         return EXIT_UNFIXED
-    return EXIT_FIXED if changed else 0
-
-
-def _check_after(parts: list[PartitionDir], report: list[dict[str, Any]],
-                 root_report: list[dict[str, Any]], validated: dict[Path, frozenset[int]],
-                 dry_run: bool) -> int:
-    """Verify what recover leaves, so it never says "nothing to do" or "repaired" while
-    verify would still report errors; fills each report's "left", returns how many. A dry
-    run can tell only for a partition it would not change. Records of the segments recover
-    has just validated with verify's own batch rules are not decoded a second time."""
-    n = 0
-    leos: dict[Path, dict[tuple[str, int], int | None]] = {}
-    for part, r in zip(parts, report, strict=True):
-        if dry_run and r["actions"]:
-            continue
-        f = Findings()
-        fresh = scan_partition(part.path, part.log_dir)
-        leos.setdefault(part.path.parent.resolve(), {})[part.key] = check_partition(
-            fresh, f, CheckOptions(), Stats(), validated=validated.get(part.path, frozenset()))
-        r["left"] = _left(f)
-        n += len(r["left"])
-    for r in root_report:
-        if dry_run and r["actions"]:
-            continue
-        ld = scan_log_dir(Path(r["logDir"]))
-        f = Findings()
-        known = leos.get(Path(r["logDir"]), {})
-        for part in ld.partitions:
-            if part.key not in known:  # a dry run skipped it: its log end as it is now
-                known[part.key] = check_partition(part, Findings(), CheckOptions(), Stats())
-        check_log_dir_files(ld, f, known, {})
-        r["left"] = _left(f)
-        n += len(r["left"])
-    return n
+    return EXIT_FIXED if done.changed else 0

@@ -12,7 +12,7 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs, partition_fields, quarantines
+from kafkalog_cli.commands.common import lock_dirs, partition_fields
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
 from kafkalog_cli.output.console import settings
 from kafkalog_cli.output.render import write_report
@@ -20,6 +20,7 @@ from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.checkpoints import read_offsets
 from kafkalog_cli.storage.disk.logdir import open_target
 from kafkalog_cli.storage.disk.naming import topic_name_error
+from kafkalog_cli.storage.maintenance.guard import quarantines
 from kafkalog_cli.storage.maintenance.retention import (
     Policy,
     apply_retention,

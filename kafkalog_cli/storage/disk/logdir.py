@@ -64,6 +64,10 @@ class PartitionDir:
     def has(self, name: str) -> bool:
         return any(f.name == name for f in self.special)
 
+    def rescan(self) -> PartitionDir:
+        """The dir as it is now (after a change, or under a lock just taken)."""
+        return scan_partition(self.path, self.log_dir)
+
     def refuse_if_interrupted(self) -> None:
         """Refuse to change a partition holding a .cleaned or .swap file: a segment
         replacement (a compact's, or a broker cleaner's) was cut short, and until `recover`

@@ -4,6 +4,7 @@ queries and maintenance implement it; this module is its face for the commands).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,6 +24,8 @@ from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
 from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
 from kafkalog_cli.storage.drills.generate import PRESETS, GenSpec, generate
+from kafkalog_cli.storage.maintenance import recover_run
+from kafkalog_cli.storage.maintenance.recover_run import Outcome, Progress, RecoverOptions
 from kafkalog_cli.storage.maintenance.recovery import validation_floor
 from kafkalog_cli.storage.queries import timelookup
 from kafkalog_cli.storage.queries.overview import lock_state, partition_info
@@ -104,6 +107,12 @@ class CurrentFormat:
                 notes.append(f"damage {kind}: " + apply_damage(parts[i % len(parts)], kind,
                                                                 seed + i))
         return [*notes, f"wrote {out}"]
+
+    # -- recover ------------------------------------------------------------------------
+
+    def recover(self, targets: list[Target], o: RecoverOptions, stack: ExitStack,
+                progress: Progress) -> Outcome:
+        return recover_run.recover(targets, o, stack, progress)
 
     # -- verify -------------------------------------------------------------------------
 

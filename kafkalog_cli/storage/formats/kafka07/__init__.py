@@ -8,6 +8,7 @@ format. This module is the format's face for the commands (see formats/__init__.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
 
@@ -17,6 +18,7 @@ from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError, UsageError
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.formats.kafka07 import recovery
 from kafkalog_cli.storage.formats.kafka07.check import check_target, target_problems
 from kafkalog_cli.storage.formats.kafka07.layout import (
     CLEAN_SHUTDOWN,
@@ -26,6 +28,7 @@ from kafkalog_cli.storage.formats.kafka07.layout import (
     find_target,
 )
 from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
+from kafkalog_cli.storage.maintenance.recover_run import Outcome, Progress, RecoverOptions
 from kafkalog_cli.storage.queries.timelookup import Found
 
 Row = dict[str, Any]
@@ -95,6 +98,14 @@ class Kafka07Format:
             at = f":{dmg.position}" if dmg.position is not None else ""
             notes.append(f"damage {dmg.kind} at {dmg.path}{at}")
         return [*notes, f"wrote {out} (Kafka 0.7 format)"]
+
+    def recover(self, targets: list[Target07], o: RecoverOptions, stack: ExitStack,
+                progress: Progress) -> Outcome:
+        for t in targets:
+            if t.kind == "file":
+                raise UsageError(f"{t.path}: name the partition dir or log dir, not a segment "
+                                 "(0.7 recovers the newest segment of a partition)")
+        return recovery.recover(targets, o, stack, progress)
 
     def check(self, target: Target07, f: Findings, opts: CheckOptions, stats: Stats,
               advance: Callable[[int], None] | None = None) -> None:

@@ -95,6 +95,17 @@ class Partition07:
     def mixed(self) -> bool:
         return bool(self.modern_files)
 
+    # what the commands changing partitions ask of every format's partitions
+    log_dir: None = None  # no checkpoints: nothing in the log dir says where recovery starts
+    topic_error: None = None  # 0.7 had no topic-name rule beyond the dir name's split
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.partition
+
+    def rescan(self) -> Partition07:
+        return scan_partition(self.path)
+
 
 @dataclass
 class Target07:

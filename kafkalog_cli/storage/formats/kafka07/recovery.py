@@ -24,19 +24,35 @@ Apply, in this order so a crash at any point leaves a state the next run complet
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import pairwise
+from pathlib import Path
+from typing import Any
 
 from kafkalog_cli.codec.message_v07 import inner_messages
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.storage.checks.check import CheckOptions, Stats
+from kafkalog_cli.storage.checks.findings import ERROR, Findings
+from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.files import fsync_dir
 from kafkalog_cli.storage.disk.safety import ensure_mutable, open_file
 from kafkalog_cli.storage.drills.faults import crash_point
-from kafkalog_cli.storage.formats.kafka07.layout import Partition07, Segment07
+from kafkalog_cli.storage.formats.kafka07.check import check_target, target_problems
+from kafkalog_cli.storage.formats.kafka07.layout import (
+    Partition07,
+    Segment07,
+    Target07,
+    find_target,
+)
 from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
+from kafkalog_cli.storage.maintenance.guard import lock_dirs, quarantines
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
+from kafkalog_cli.storage.maintenance.recover_run import Outcome, Progress, RecoverOptions
 from kafkalog_cli.storage.maintenance.recovery import Action, Problem
+
+Row = dict[str, Any]
 
 
 @dataclass
@@ -167,3 +183,64 @@ def apply_plan(plan: Plan07, quarantine: Quarantine, *, fsync: bool = True) -> N
         crash_point("recover.v07.truncate.after")
     if fsync and plan.actions:
         fsync_dir(plan.part.path)
+
+
+def _owner(file: Path, report: list[Row], log_dirs: list[Row]) -> Row:
+    """The report entry a finding about `file` belongs to: its partition's, else its log
+    dir's (one is added for a log dir no target named)."""
+    for r in report:
+        if file == Path(r["path"]) or Path(r["path"]) in file.parents:
+            return r
+    for d in log_dirs:
+        if file == Path(d["logDir"]) or Path(d["logDir"]) in file.parents:
+            return d
+    log_dirs.append({"logDir": str(file.parent), "actions": [], "left": []})
+    return log_dirs[-1]
+
+
+def recover(ts: list[Target07], o: RecoverOptions, stack: ExitStack,
+            progress: Progress) -> Outcome:
+    """0.7's recovery for every partition the targets name, under recover's lock and
+    quarantine, then verify over what is left (as for current log dirs)."""
+    done = Outcome()
+    parts = lock_dirs([p for t in ts for p in t.partitions] +
+                      [Partition07(link) for t in ts for link in t.linked],
+                      stack, dry_run=o.dry_run, interrupted_ok=True, warn=o.warn)
+    qs = quarantines(parts, o.quarantine_dir, enabled=not o.no_quarantine)
+    bar = stack.enter_context(progress(sum(s.size for x in parts for s in x.segments)))
+    for t in ts:
+        for path, msg in target_problems(t):
+            if path not in {p.path for p in parts}:  # mixed log dir: the 0.8+ dirs
+                done.problems += 1
+                pn = naming.parse_partition_dir(path.name)
+                done.partitions.append({
+                    "topic": pn and pn.topic, "partition": pn and pn.partition,
+                    "path": str(path), "format": "0.7", "logEndOffset": None, "actions": [],
+                    "problems": [{"file": str(path), "position": None, "message": msg}]})
+    for part in parts:
+        plan = plan_partition(part, full=o.full, force=o.force)
+        if not o.dry_run and not plan.empty:
+            apply_plan(plan, qs[part.path.parent.resolve()])
+        rows = [a.as_dict() for a in plan.actions]
+        probs = [p.as_dict() for p in plan.problems]
+        done.changed += bool(rows)
+        done.problems += len(probs)
+        done.partitions.append({"topic": part.topic, "partition": part.partition,
+                                "path": str(part.path), "format": "0.7",
+                                "logEndOffset": plan.log_end_offset, "actions": rows,
+                                "problems": probs})
+        bar(sum(s.size for s in part.segments))
+    # what verify would still report as errors, under its partition or its log dir (a dry
+    # run that would change something cannot tell)
+    done.log_dirs = [{"logDir": str(t.path), "actions": [], "left": []}
+                     for t in ts if t.kind == "logdir"]
+    for r in done.partitions:
+        r["left"] = []
+    if not (o.dry_run and done.changed):
+        f = Findings()
+        for t in ts:
+            check_target(find_target(t.path) or t, f, CheckOptions(), Stats())
+        for x in (x.as_dict() for x in f.items if x.severity == ERROR):
+            _owner(Path(x["file"]), done.partitions, done.log_dirs)["left"].append(x)
+            done.left += 1
+    return done
