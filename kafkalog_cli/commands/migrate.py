@@ -16,7 +16,7 @@ import click
 
 from kafkalog_cli.codec.compression import BY_NAME, NAMES
 from kafkalog_cli.commands import options
-from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
+from kafkalog_cli.errors import KafkalogError, LogDirIOError, UsageError
 from kafkalog_cli.output.console import note
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.disk import naming, safety
@@ -24,14 +24,7 @@ from kafkalog_cli.storage.disk.checkpoints import update_offsets
 from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.disk.logdir import require_exists
 from kafkalog_cli.storage.drills.faults import crash_point
-from kafkalog_cli.storage.formats.kafka07.check import target_problems
-from kafkalog_cli.storage.formats.kafka07.layout import find_target
-from kafkalog_cli.storage.formats.kafka07.migrate import (
-    NO_TIMESTAMP,
-    MigrateOptions,
-    check_migratable,
-    migrate_partition,
-)
+from kafkalog_cli.storage.formats import NO_TIMESTAMP, MigrateOptions, open_target
 from kafkalog_cli.storage.maintenance.writer import LogConfig
 
 MAPPING_COLUMNS = ["topic", "partition", "byteOffset", "newOffset"]
@@ -133,18 +126,9 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
       kafkalog migrate /old/kafka-logs /new/logs --codec zstd --mapping offsets.csv
     """
     require_exists(source)
-    t = find_target(source)
-    if t is None:
-        raise UsageError(f"{source}: holds no Kafka 0.7 .kafka segments")
-    if t.kind == "file":
-        raise UsageError(f"{source}: name the partition dir or log dir, not a segment")
-    problems = target_problems(t)
-    if problems:
-        path, msg = problems[0]
-        raise CorruptDataError(msg, str(path))
-    for part in t.partitions:
-        check_migratable(part)
-    topics = {p.topic for p in t.partitions}
+    t = open_target(source)
+    parts = t.format.migration_source(t)  # refuses what this format cannot be migrated from
+    topics = {p.topic for p in parts}
     if topic is not None and len(topics) > 1:
         raise UsageError(f"--topic renames one topic; {source} holds {len(topics)}")
     for name in sorted(topics) if topic is None else []:  # --topic was checked as given
@@ -180,7 +164,7 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
         try:
             stage.mkdir(parents=True)
             leos: dict[tuple[str, int], int | None] = {}
-            for part in t.partitions:
+            for part in parts:
                 name = topic or part.topic
 
                 def emit(byte_offset: int, new_offset: int, name: str = name,
@@ -188,7 +172,7 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
                     rows.writerow((name, p, byte_offset, new_offset))
 
                 dest = stage / naming.partition_dir_name(name, part.partition)
-                res = migrate_partition(part, dest, opts, emit, topic=name)
+                res = t.format.migrate_partition(part, dest, opts, emit, topic=name)
                 leos[(name, part.partition)] = res.log_end_offset
                 note(f"{part.path} -> {name}-{part.partition}: {res.messages} messages from "
                      f"{res.entries} entries; 0.7 log end {res.source_end} -> log end offset "

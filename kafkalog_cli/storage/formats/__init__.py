@@ -18,12 +18,34 @@ call the format's operations; none asks which format a path holds.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from kafkalog_cli.codec import compression
 from kafkalog_cli.errors import UsageError
+from kafkalog_cli.storage.maintenance.writer import LogConfig
 
 Row = dict[str, Any]
+
+
+NO_TIMESTAMP = -1
+
+
+@dataclass
+class MigrateOptions:
+    """How `migrate` writes an older format's partitions as current ones."""
+
+    start_offset: int = 0
+    codec: int | None = None  # None: keep each entry's codec
+    batch_records: int = 500
+    batch_bytes: int = 1024 * 1024
+    timestamp: int = NO_TIMESTAMP
+    timestamp_from_mtime: bool = False  # each message gets its segment file's mtime
+    leader_epoch: int = 0
+    config: LogConfig = field(default_factory=LogConfig)
+    max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED
+    topic_id: str | None = None
 
 
 class DumpSink(Protocol):

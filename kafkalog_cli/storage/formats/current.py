@@ -114,6 +114,12 @@ class CurrentFormat:
                 progress: Progress) -> Outcome:
         return recover_run.recover(targets, o, stack, progress)
 
+    # -- migrate ------------------------------------------------------------------------
+
+    def migration_source(self, t: Target) -> list[PartitionDir]:
+        raise UsageError(f"{t.path}: holds no Kafka 0.7 .kafka segments (it is current data "
+                         "already)")
+
     # -- verify -------------------------------------------------------------------------
 
     def check(self, target: Target, f: Findings, opts: CheckOptions, stats: Stats,

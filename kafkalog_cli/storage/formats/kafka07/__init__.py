@@ -18,7 +18,8 @@ from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError, UsageError
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import Findings
-from kafkalog_cli.storage.formats.kafka07 import recovery
+from kafkalog_cli.storage.formats import MigrateOptions
+from kafkalog_cli.storage.formats.kafka07 import migrate, recovery
 from kafkalog_cli.storage.formats.kafka07.check import check_target, target_problems
 from kafkalog_cli.storage.formats.kafka07.layout import (
     CLEAN_SHUTDOWN,
@@ -106,6 +107,22 @@ class Kafka07Format:
                 raise UsageError(f"{t.path}: name the partition dir or log dir, not a segment "
                                  "(0.7 recovers the newest segment of a partition)")
         return recovery.recover(targets, o, stack, progress)
+
+    def migration_source(self, t: Target07) -> list[Partition07]:
+        """The partitions `migrate` converts, each checked first; refuses what it cannot."""
+        if t.kind == "file":
+            raise UsageError(f"{t.path}: name the partition dir or log dir, not a segment")
+        problems = target_problems(t)
+        if problems:
+            path, msg = problems[0]
+            raise CorruptDataError(msg, str(path))
+        for part in t.partitions:
+            migrate.check_migratable(part)
+        return t.partitions
+
+    def migrate_partition(self, part: Partition07, dest: Path, opts: MigrateOptions,
+                          emit: migrate.Mapping, *, topic: str) -> migrate.Migrated:
+        return migrate.migrate_partition(part, dest, opts, emit, topic=topic)
 
     def check(self, target: Target07, f: Findings, opts: CheckOptions, stats: Stats,
               advance: Callable[[int], None] | None = None) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
@@ -31,28 +31,13 @@ from kafkalog_cli.codec.message_v07 import inner_messages
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptBatch, CorruptDataError
 from kafkalog_cli.storage.disk import naming, safety
+from kafkalog_cli.storage.formats import MigrateOptions
 from kafkalog_cli.storage.formats.kafka07.layout import Partition07
 from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
-from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
+from kafkalog_cli.storage.maintenance.writer import PartitionWriter
 
-NO_TIMESTAMP = -1
 Mapping = Callable[[int, int], None]  # (0.7 byte offset, new offset)
 _Rec = tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
-
-
-@dataclass
-class MigrateOptions:
-    start_offset: int = 0
-    codec: int | None = None  # None: keep each entry's codec
-    batch_records: int = 500
-    batch_bytes: int = 1024 * 1024
-    timestamp: int = NO_TIMESTAMP
-    timestamp_from_mtime: bool = False  # each message gets its segment file's mtime
-    leader_epoch: int = 0
-    config: LogConfig = field(default_factory=LogConfig)
-    max_decompressed: int = compression.DEFAULT_MAX_DECOMPRESSED
-    topic_id: str | None = None
-
 
 @dataclass
 class Migrated:
