@@ -172,7 +172,7 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
                     rows.writerow((name, p, byte_offset, new_offset))
 
                 dest = stage / naming.partition_dir_name(name, part.partition)
-                res = t.format.migrate_partition(part, dest, opts, emit, topic=name)
+                res = part.migrate(dest, opts, emit, topic=name)
                 leos[(name, part.partition)] = res.log_end_offset
                 note(f"{part.path} -> {name}-{part.partition}: {res.messages} messages from "
                      f"{res.entries} entries; 0.7 log end {res.source_end} -> log end offset "

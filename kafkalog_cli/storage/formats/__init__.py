@@ -18,6 +18,7 @@ call the format's operations; none asks which format a path holds.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,28 +49,24 @@ class MigrateOptions:
     topic_id: str | None = None
 
 
-class DumpSink(Protocol):
-    """Where a format's dump goes (the dump command's Dumper): rows and their text lines."""
-
-    batches: bool
-    records: bool
-    max_decompressed: int
-    enc: Callable[[bytes], Any]
-
-    def row(self, row: Row) -> None: ...
-
-    def text(self, line: str) -> None: ...
-
-    def problem(self, message: str) -> None: ...
-
-
 class LogFormat(Protocol):
-    """One on-disk format: what a target of it is, and each command's work on it."""
+    """One on-disk format: what a target of it is, and each command's work on it. Targets
+    and partitions are the format's own types (disk/logdir.py, kafka07/layout.py)."""
 
-    name: str  # machine output's `format`
-    byte_offsets: bool  # an offset is an entry's byte position in the partition's stream
-    has_timestamps: bool
-    has_keys: bool  # keys and producer ids: what dump's --key/--producer-id filter on
+    @property
+    def name(self) -> str: ...  # machine output's `format`, generate's --format
+
+    @property
+    def byte_offsets(self) -> bool: ...  # an offset is an entry's byte position in the log
+
+    @property
+    def has_timestamps(self) -> bool: ...
+
+    @property
+    def has_keys(self) -> bool: ...  # keys and producer ids (dump's --key, --producer-id)
+
+    @property
+    def damage_kinds(self) -> tuple[str, ...]: ...  # generate --damage
 
     def find(self, path: Path) -> Any | None:
         """The target PATH names if it holds this format's data, else None."""
@@ -81,18 +78,30 @@ class LogFormat(Protocol):
               advance: Callable[[int], None] | None = None) -> None:
         """verify: every finding of the target into `f`."""
 
-    def info(self, target: Any) -> Row:
-        """info: the target's entry, with a row per partition."""
+    def info(self, target: Any) -> list[Row]:
+        """info: the target's entries, each with a row per partition."""
 
-    def log_range(self, part: Any) -> tuple[int | None, int | None]:
-        """find-by-time's earliest and latest: (log start, log end) of a partition."""
-
-    def dump(self, target: Any, sink: Any, from_offset: int | None,
-             to_offset: int | None) -> None:
-        """dump: the target's rows into the sink."""
+    def list_offsets(self, part: Any, when: int | str) -> Any:
+        """find-by-time: ListOffsets's answer (refused where the format has no such thing)."""
 
     def row_kinds(self, target: Any, records: bool, batches: bool) -> list[str]:
         """The kinds of rows dumping the target can print."""
+
+    def dump(self, target: Any, sink: Any) -> None:
+        """dump: the target's rows into the dump command's sink."""
+
+    def recover(self, targets: list[Any], o: Any, stack: ExitStack, progress: Any) -> Any:
+        """recover: planned, applied under the lock, then verified (an Outcome)."""
+
+    def migration_source(self, t: Any) -> list[Any]:
+        """migrate: the partitions to convert to the current format (each has `migrate`)."""
+
+    def generate(self, out: Path, *, preset: str | None, damages: tuple[str, ...],
+                 topics: tuple[str, ...], partitions: int, records: int, batch_records: int,
+                 value_bytes: int, keys: int, tombstones: float, codecs: tuple[str, ...],
+                 magic: int, transactions: bool, idempotent: bool, jitter_ms: int,
+                 segment_bytes: int, seed: int) -> list[str]:
+        """generate: a seeded log dir of this format; notes of what was done."""
 
 
 def formats() -> tuple[LogFormat, ...]:

@@ -18,7 +18,6 @@ from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError, UsageError
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import Findings
-from kafkalog_cli.storage.formats import MigrateOptions
 from kafkalog_cli.storage.formats.kafka07 import migrate, recovery
 from kafkalog_cli.storage.formats.kafka07.check import check_target, target_problems
 from kafkalog_cli.storage.formats.kafka07.layout import (
@@ -119,10 +118,6 @@ class Kafka07Format:
         for part in t.partitions:
             migrate.check_migratable(part)
         return t.partitions
-
-    def migrate_partition(self, part: Partition07, dest: Path, opts: MigrateOptions,
-                          emit: migrate.Mapping, *, topic: str) -> migrate.Migrated:
-        return migrate.migrate_partition(part, dest, opts, emit, topic=topic)
 
     def check(self, target: Target07, f: Findings, opts: CheckOptions, stats: Stats,
               advance: Callable[[int], None] | None = None) -> None:

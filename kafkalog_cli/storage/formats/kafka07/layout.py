@@ -106,6 +106,12 @@ class Partition07:
     def rescan(self) -> Partition07:
         return scan_partition(self.path)
 
+    def migrate(self, dest: Path, opts: Any, emit: Any, *, topic: str) -> Any:
+        """This partition as a current one at `dest` (kafka07/migrate.py)."""
+        from kafkalog_cli.storage.formats.kafka07.migrate import migrate_partition
+
+        return migrate_partition(self, dest, opts, emit, topic=topic)
+
 
 @dataclass
 class Target07:
