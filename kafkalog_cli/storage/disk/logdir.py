@@ -120,7 +120,7 @@ class LogDir:
         return v
 
 
-def _listdir(path: Path) -> list[os.DirEntry[str]]:
+def listdir(path: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(path) as it:
             return sorted(it, key=lambda e: e.name)
@@ -142,7 +142,7 @@ def scan_partition(path: Path, log_dir: LogDir | None = None) -> PartitionDir:
     part = PartitionDir(path, naming.parse_partition_dir(path.name), log_dir=log_dir)
     segs: dict[int, Segment] = {}
     index_files: list[FileName] = []
-    for entry in _listdir(path):
+    for entry in listdir(path):
         fn = naming.parse_file_name(entry.name)
         if entry.is_dir(follow_symlinks=False):
             part.unknown.append(entry.name + "/")
@@ -204,7 +204,7 @@ def _holds_segments(path: Path) -> bool:
 
 def scan_remote_index_cache(path: Path) -> RemoteIndexCache:
     cache = RemoteIndexCache(path)
-    for entry in _listdir(path):
+    for entry in listdir(path):
         fn = naming.parse_file_name(entry.name)
         if entry.is_dir(follow_symlinks=False):
             cache.unknown.append(entry.name + "/")
@@ -218,7 +218,7 @@ def scan_remote_index_cache(path: Path) -> RemoteIndexCache:
 
 def scan_log_dir(path: Path) -> LogDir:
     ld = LogDir(path)
-    for entry in _listdir(path):
+    for entry in listdir(path):
         if entry.is_dir(follow_symlinks=False):
             if entry.name == naming.REMOTE_INDEX_CACHE:
                 ld.remote_index_cache = scan_remote_index_cache(Path(entry.path))
@@ -287,7 +287,7 @@ def open_target(path: str | Path) -> Target:
         return Target(p, "file")
     if not p.is_dir():
         raise UsageError(f"{p}: not a regular file or directory")
-    entries = _listdir(p)
+    entries = listdir(p)
     if any(naming.parse_file_name(e.name).kind in (FileKind.SEGMENT, FileKind.KRAFT_SNAPSHOT)
            for e in entries if e.is_file()):
         return Target(p, "partition", partition=scan_partition(p, parent_log_dir(p)))
@@ -298,7 +298,7 @@ def open_target(path: str | Path) -> Target:
     for e in entries:
         if e.is_dir(follow_symlinks=False):
             sub = Path(e.path)
-            sub_entries = _listdir(sub)
+            sub_entries = listdir(sub)
             if _looks_like_log_dir(sub, sub_entries):
                 found.append(scan_log_dir(sub))
     if found:

@@ -9,10 +9,11 @@ and kafka-python's MemoryRecords dispatches on the magic byte).
            an entry in the partition's stream; no indexes, checkpoints, keys or timestamps;
            recovery reads the newest segment only (formats/kafka07/)
 
-What differs sits behind `LogFormat`: names and what an offset means (`byte_offsets`), the
+What differs sits behind `LogFormat`: names and what an offset means (a byte position), the
 framing (each format's scanner), what recovery truncates (each format's plan), which
-indexes and fields exist (`has_timestamps`, `has_keys`). The commands open targets here and
-call the format's operations; none asks which format a path holds.
+indexes and fields exist (`has_keys`; find-by-time's `list_offsets` refuses time queries
+where there are no timestamps). The commands open targets here and call the format's
+operations; none asks which format a path holds.
 """
 
 from __future__ import annotations
@@ -55,12 +56,6 @@ class LogFormat(Protocol):
 
     @property
     def name(self) -> str: ...  # machine output's `format`, generate's --format
-
-    @property
-    def byte_offsets(self) -> bool: ...  # an offset is an entry's byte position in the log
-
-    @property
-    def has_timestamps(self) -> bool: ...
 
     @property
     def has_keys(self) -> bool: ...  # keys and producer ids (dump's --key, --producer-id)

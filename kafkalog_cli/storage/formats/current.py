@@ -67,8 +67,6 @@ def segment_target(t: Target) -> tuple[PartitionDir, int]:
 
 class CurrentFormat:
     name: Final = "current"
-    byte_offsets: Final = False
-    has_timestamps: Final = True
     has_keys: Final = True
 
     def find(self, path: Path) -> Target:

@@ -63,8 +63,6 @@ def partition_info(part: Partition07) -> Row:
 
 class Kafka07Format:
     name: Final = "0.7"
-    byte_offsets: Final = True
-    has_timestamps: Final = False
     has_keys: Final = False
 
     def find(self, path: Path) -> Target07 | None:

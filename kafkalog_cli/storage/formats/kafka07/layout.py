@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kafkalog_cli.errors import LogDirIOError
+from kafkalog_cli.storage.disk.logdir import listdir
 
 SUFFIX: Final = ".kafka"
 CLEAN_SHUTDOWN: Final = ".kafka_cleanshutdown"  # KafkaServer.CLEAN_SHUTDOWN_FILE in 0.7
@@ -137,14 +138,6 @@ class Target07:
         return FORMAT
 
 
-def _entries(path: Path) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(path) as it:
-            return sorted(it, key=lambda e: e.name)
-    except OSError as e:
-        raise LogDirIOError(f"{path}: cannot list directory: {e.strerror}") from None
-
-
 def _is_file(e: os.DirEntry[str]) -> bool:
     try:
         return e.is_file(follow_symlinks=False)
@@ -169,7 +162,7 @@ def _holds_modern(entries: list[os.DirEntry[str]]) -> bool:
 
 def scan_partition(path: Path) -> Partition07:
     part = Partition07(path)
-    for e in _entries(path):
+    for e in listdir(path):
         if _is_dir(e):
             part.unknown.append(e.name + "/")
             continue
@@ -206,14 +199,14 @@ def find_target(path: str | Path) -> Target07 | None:
             return None
     except OSError:
         return None
-    entries = _entries(p)
+    entries = listdir(p)
     if _holds_v07(entries):
         return Target07(p, "partition", [scan_partition(p)])
     subdirs = [e for e in entries if _is_dir(e)]
     kinds: list[tuple[os.DirEntry[str], bool, bool]] = []
     for e in subdirs:
         try:
-            sub = _entries(Path(e.path))
+            sub = listdir(Path(e.path))
         except LogDirIOError:
             continue
         kinds.append((e, _holds_v07(sub), _holds_modern(sub)))
