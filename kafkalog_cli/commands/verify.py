@@ -11,7 +11,7 @@ import click
 
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import options, v07
+from kafkalog_cli.commands import options, parallel, v07
 from kafkalog_cli.commands.common import partition_bytes
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, UsageError
 from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
@@ -26,12 +26,12 @@ from kafkalog_cli.storage.checks.check import (
 )
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Finding, Findings
-from kafkalog_cli.storage.disk.logdir import Target, open_target, scan_partition
+from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, open_target, scan_partition
 from kafkalog_cli.storage.maintenance.recovery import validation_floor
 
 
 def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats,
-                  advance: Callable[[int], None] | None = None) -> None:
+                  advance: Callable[[int], None] | None = None, jobs: int = 1) -> None:
     if target.kind == "file":
         _verify_file(target.path, f, opts, stats)
         return
@@ -39,11 +39,20 @@ def verify_target(target: Target, f: Findings, opts: CheckOptions, stats: Stats,
         assert target.partition is not None
         check_partition(target.partition, f, opts, stats, advance)
         return
+    def check(part: PartitionDir) -> tuple[int | None, Findings, Stats]:
+        pf, ps = Findings(), Stats()  # a worker's: absorbed below, in order
+        return check_partition(part, pf, opts, ps, advance if jobs == 1 else None), pf, ps
+
+    done = None if advance is None or jobs == 1 else (
+        lambda part: advance(partition_bytes([part])))
     for ld in target.log_dirs:
         leos: dict[tuple[str, int], int | None] = {}
         firsts: dict[tuple[str, int], int] = {}
-        for part in ld.partitions:
-            leo = check_partition(part, f, opts, stats, advance)
+        for part, (leo, pf, ps) in zip(ld.partitions, parallel.ordered(
+                ld.partitions, check, jobs, done=done), strict=True):
+            f.absorb(pf)
+            for k in vars(stats):
+                setattr(stats, k, getattr(stats, k) + getattr(ps, k))
             if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
                 continue
             leos[part.key] = leo
@@ -104,6 +113,7 @@ def _text(fd: Finding) -> str:
 @options.format_option()
 @click.option("--all", "show_all", is_flag=True, help="Also list info findings in text output.")
 @options.max_decompressed_option
+@options.jobs_option
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local",
               show_default=True, help="Check partition dirs in this process, or in Spark "
                                       "tasks (pip install 'kafkalog[spark]'); same findings.")
@@ -111,7 +121,7 @@ def _text(fd: Finding) -> str:
               help="Spark master for --engine spark: local[*] (default), spark://..., yarn, "
                    "sc://host:port [env: SPARK_REMOTE].")
 def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
-            max_decompressed_bytes: int, engine: str = "local",
+            max_decompressed_bytes: int, jobs: int = 1, engine: str = "local",
             master: str | None = None) -> int:
     """Check log dirs, partitions or files for damage, as a broker and kafka-dump-log would,
     and more.
@@ -142,7 +152,7 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
             continue
         target = open_target(p)
         with progress(partition_bytes(target.partitions()), "verify") as advance:
-            verify_target(target, f, opts, stats, advance)
+            verify_target(target, f, opts, stats, advance, jobs)
     if spark_targets:
         from kafkalog_cli.spark.jobs import verify_on_spark
 
