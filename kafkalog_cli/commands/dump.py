@@ -17,7 +17,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage, Record
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import decoding, options, v07
+from kafkalog_cli.commands import decoding, options, parallel, v07
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns, file_kind, is_log, row_kinds
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError
 from kafkalog_cli.output.console import note, warn
@@ -191,6 +191,14 @@ class Dumper:
             self.out.text(f"Log starting offset: {seg.base_offset}")
             self.log_batches(path, part.topic, part.partition,
                              iter_batches(path, start, on_damage=self.damage(path)))
+
+    def problems_in(self, part: PartitionDir) -> int:
+        """Dump a partition; the problems it found (summed by the caller, which may run
+        this in a worker process: commands/parallel.py)."""
+        before = self.problems
+        self.partition(part)
+        found, self.problems = self.problems - before, before
+        return found
 
     # -- other files ------------------------------------------------------------------
     def other_file(self, path: Path, fn: naming.FileName) -> None:
@@ -387,11 +395,12 @@ def _record_text(row: Row, print_data: bool) -> str:
               show_default=True, help="Only data batches or only control batches.")
 @options.max_decompressed_option
 @decoding.decode_option
+@options.jobs_option
 def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_batches: bool,
             fmt: str, payload: str, from_offset: int | None, to_offset: int | None,
             from_time: int | None, to_time: int | None, key_filter: bytes | None,
             producer_id: int | None, only: str, max_decompressed_bytes: int,
-            decode: str = "auto") -> int:
+            decode: str = "auto", jobs: int = 1) -> int:
     """Print the contents of log dirs, partition dirs or single files.
 
     PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
@@ -439,8 +448,8 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
                     except CorruptDataError as e:
                         raise e.located(str(target.path), 0) from None
             elif target is not None:
-                for part in target.partitions():
-                    d.partition(part)
+                d.problems += sum(parallel.ordered(target.partitions(), d.problems_in, jobs,
+                                                   renderer=out))
     except KafkalogError:
         out.close()
         raise

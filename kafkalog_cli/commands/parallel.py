@@ -51,11 +51,10 @@ class _Recording:
         self.path: str | None = None
 
     def add(self, kind: str, payload: Any, size: int) -> None:
-        if kind in ("out", "err") and self.events and self.events[-1][0] == kind:
-            last = self.events[-1][1]  # coalesce consecutive writes: fewer, bigger events
-            self.events[-1] = (kind, last + payload)
+        if kind == "out" and self.events and self.events[-1][0] == kind:
+            self.events[-1][1].extend(payload)  # consecutive writes: one event
         else:
-            self.events.append((kind, payload))
+            self.events.append((kind, bytearray(payload) if kind == "out" else payload))
         self._size += size
         if self._size >= (_BATCH if self._file else SPILL):
             if self._file is None:
@@ -75,9 +74,10 @@ class _Recording:
 class _Sink(io.RawIOBase):
     """A writable stream whose bytes become events of one kind."""
 
-    def __init__(self, rec: _Recording, kind: str, tty: bool) -> None:
+    def __init__(self, rec: _Recording, kind: str, tty: bool,
+                 first: io.BufferedWriter | None = None) -> None:
         super().__init__()
-        self._rec, self._kind, self._tty = rec, kind, tty
+        self._rec, self._kind, self._tty, self._first = rec, kind, tty, first
 
     def writable(self) -> bool:
         return True
@@ -86,6 +86,8 @@ class _Sink(io.RawIOBase):
         return self._tty
 
     def write(self, b: Any, /) -> int:
+        if self._first is not None:  # stdout written before this stays before it
+            self._first.flush()
         data = bytes(b)
         if data:
             self._rec.add(self._kind, data if self._kind == "out" else data.decode(
@@ -125,21 +127,21 @@ def _run(i: int) -> tuple[str | None, list[tuple[str, Any]], Any, Any]:
     assert _job is not None
     items, work, renderer, spill_dir = _job
     rec = _Recording(spill_dir)
-    # unbuffered, so stdout and stderr events keep the order they were written in
-    out = _Sink(rec, "out", _TTY[0])
+    # stderr flushes stdout first: the events keep the order they were written in
+    out = io.BufferedWriter(_Sink(rec, "out", _TTY[0]), 1 << 16)
     errors = (getattr(sys.stdout, "errors", None) or "strict",
               getattr(sys.stderr, "errors", None) or "strict")  # the parent's (\\xNN)
     sys.stdout = io.TextIOWrapper(out, encoding="utf-8",  # type: ignore[type-var]
                                   errors=errors[0], write_through=True)
-    sys.stderr = io.TextIOWrapper(_Sink(rec, "err", _TTY[1]),  # type: ignore[type-var]
+    sys.stderr = io.TextIOWrapper(_Sink(rec, "err", _TTY[1], out),  # type: ignore[type-var]
                                   encoding="utf-8", errors=errors[1], write_through=True)
     restore: dict[str, Any] = {}
     if renderer is not None:
         restore = dict(vars(renderer))
         if type(renderer) in (TextRenderer, JsonlRenderer):  # no state: render here
-            renderer.out = out  # type: ignore[assignment]
+            renderer.out = out
         else:
-            stand_in = _RowRecorder(rec, out)  # type: ignore[arg-type]
+            stand_in = _RowRecorder(rec, out)
             renderer.row, renderer.text = stand_in.row, stand_in.text  # type: ignore
             renderer.out = stand_in.out
     value, error = None, None
@@ -150,6 +152,7 @@ def _run(i: int) -> tuple[str | None, list[tuple[str, Any]], Any, Any]:
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
+        out.flush()
         if renderer is not None:
             vars(renderer).clear()
             vars(renderer).update(restore)
