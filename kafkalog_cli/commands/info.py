@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options, v07
+from kafkalog_cli.commands import options, parallel, v07
 from kafkalog_cli.commands.common import partitions_of
 from kafkalog_cli.output.console import human_time
 from kafkalog_cli.output.render import exploding, make_renderer, write_document
 from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.queries.overview import lock_state, partition_info
 
 Row = dict[str, Any]
@@ -23,7 +25,7 @@ ENTRY_KINDS = {"logdir": "logDir", "archive": "logDir", "partition": "partitionD
                "file": "segmentFile"}
 
 
-def report(paths: tuple[str, ...]) -> list[Row]:
+def report(paths: tuple[str, ...], jobs: int = 1) -> list[Row]:
     out: list[Row] = []
     for t, parts, bases in partitions_of(paths):
         if t.log_dirs:
@@ -35,11 +37,16 @@ def report(paths: tuple[str, ...]) -> list[Row]:
                             "unknownFiles": ld.unknown + [d + "/" for d in ld.bad_dirs],
                             "remoteIndexCache": None if cache is None else {
                                 "files": len(cache.files), "bytes": cache.bytes},
-                            "partitions": [partition_info(x).as_dict() for x in ld.partitions]})
+                            "partitions": list(parallel.ordered(ld.partitions, _info, jobs))})
         else:
             out.append({"kind": ENTRY_KINDS[t.kind], "path": str(t.path),
-                        "partitions": [partition_info(x, bases).as_dict() for x in parts]})
+                        "partitions": list(parallel.ordered(
+                            parts, functools.partial(_info, bases=bases), jobs))})
     return out
+
+
+def _info(part: PartitionDir, bases: set[int] | None = None) -> Row:
+    return partition_info(part, bases).as_dict()
 
 
 def _text(entry: Row) -> str:
@@ -86,7 +93,8 @@ def _num(v: int | None) -> str:
                "exist or cannot be read), 16 usage error (a PATH that holds no Kafka data).")
 @options.paths_argument
 @options.format_option(default="auto")
-def command(paths: tuple[str, ...], fmt: str) -> int:
+@options.jobs_option
+def command(paths: tuple[str, ...], fmt: str, jobs: int = 1) -> int:
     """A one-screen overview of log dirs: partitions, offsets, checkpoints, sizes, time ranges,
     codecs, clean-shutdown and lock state, leftover files.
 
@@ -104,7 +112,7 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
     """
     if (t07 := v07.targets(paths)) is not None:  # Kafka 0.7 partitions
         return v07.info(t07, fmt)
-    entries = report(paths)
+    entries = report(paths, jobs)
     if fmt == "json":
         write_document(entries)
         return 0

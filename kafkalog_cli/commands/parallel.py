@@ -75,7 +75,7 @@ class _Sink(io.RawIOBase):
     """A writable stream whose bytes become events of one kind."""
 
     def __init__(self, rec: _Recording, kind: str, tty: bool,
-                 first: io.BufferedWriter | None = None) -> None:
+                 first: Any = None) -> None:
         super().__init__()
         self._rec, self._kind, self._tty, self._first = rec, kind, tty, first
 
@@ -131,9 +131,9 @@ def _run(i: int) -> tuple[str | None, list[tuple[str, Any]], Any, Any]:
     out = io.BufferedWriter(_Sink(rec, "out", _TTY[0]), 1 << 16)
     errors = (getattr(sys.stdout, "errors", None) or "strict",
               getattr(sys.stderr, "errors", None) or "strict")  # the parent's (\\xNN)
-    sys.stdout = io.TextIOWrapper(out, encoding="utf-8",  # type: ignore[type-var]
+    sys.stdout = io.TextIOWrapper(out, encoding="utf-8",
                                   errors=errors[0], write_through=True)
-    sys.stderr = io.TextIOWrapper(_Sink(rec, "err", _TTY[1], out),  # type: ignore[type-var]
+    sys.stderr = io.TextIOWrapper(_Sink(rec, "err", _TTY[1], out),
                                   encoding="utf-8", errors=errors[1], write_through=True)
     restore: dict[str, Any] = {}
     if renderer is not None:
