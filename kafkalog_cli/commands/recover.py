@@ -9,13 +9,13 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options, v07
+from kafkalog_cli.commands import options, parallel, v07
 from kafkalog_cli.commands.common import (
     lock_dirs,
     partition_bytes,
     partition_fields,
     quarantines,
-    ticking,
+    ticked,
 )
 from kafkalog_cli.errors import (
     EXIT_FIXED,
@@ -133,9 +133,10 @@ def _fix_root_checkpoints(ld: Path, names: tuple[str, ...],
                    "(default: the size a killed broker preallocated the last segment's indexes "
                    "to, else 10485760).")
 @options.format_option()
+@options.jobs_option
 def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             quarantine_dir: Path | None, no_quarantine: bool, index_interval_bytes: int,
-            segment_index_bytes: int | None, fmt: str) -> int:
+            segment_index_bytes: int | None, fmt: str, jobs: int = 1) -> int:
     """Do offline, and explain, what a broker does at start-up after an unclean shutdown:
     finish or undo interrupted replacements (.cleaned/.swap/.deleted), drop orphan indexes,
     validate segments from the recovery point, cut a torn or corrupt tail (or one whose
@@ -178,15 +179,19 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
         rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
         validated: dict[Path, frozenset[int]] = {}  # segments recover validated deeply
-        bar = stack.enter_context(progress(partition_bytes(parts), "recover"))
-        for part in ticking(parts, bar):
+
+        def one(part: PartitionDir) -> tuple[dict[str, Any], int | None, int | None,
+                                               frozenset[int], int]:
+            """Recover a partition (perhaps in a worker process: commands/parallel.py): its
+            report entry, new recovery point and high watermark (None: unchanged), the
+            segments validated, and the changes counted."""
             log_dir = part.path.parent.resolve()
             q = qs[log_dir]
             rp = recovery_point(part)
             rows_corrupt = rp == 0 and part.log_dir is not None and \
                 _corrupt(log_dir / naming.RECOVERY_POINT)
-            plan = plan_partition(part, rp, full=full, force=force, interval=index_interval_bytes,
-                                  capacity=capacity)
+            plan = plan_partition(part, rp, full=full, force=force,
+                                  interval=index_interval_bytes, capacity=capacity)
             rows = _describe(plan)
             if not dry_run and not plan.empty:
                 # finish the loader passes first, then plan the rest on the real files
@@ -202,11 +207,11 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 probs.append({"file": str(part.path), "position": None,
                               "message": f"{part.topic_error}: its recovery point is not "
                                          "written (rename the dir)"})
-            changed += bool(rows)
-            problems += len(probs)
+            changed = int(bool(rows))
+            rp_new = hw_new = None
             if part.log_dir is not None and plan.log_end_offset is not None and not probs:
                 if rp != plan.log_end_offset or rows_corrupt:
-                    rp_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
+                    rp_new = plan.log_end_offset
                     rows.append({"action": "checkpoint",
                                  "file": str(log_dir / naming.RECOVERY_POINT),
                                  "reason": f"recovery point {rp} -> {plan.log_end_offset}"})
@@ -216,15 +221,29 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 except (CorruptDataError, LogDirIOError):
                     hw = None
                 if hw is not None and hw > plan.log_end_offset:
-                    hw_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
-                    rows.append({"action": "checkpoint", "file": str(log_dir / naming.REPLICATION),
+                    hw_new = plan.log_end_offset
+                    rows.append({"action": "checkpoint",
+                                 "file": str(log_dir / naming.REPLICATION),
                                  "reason": f"high watermark {hw} -> {plan.log_end_offset} (the "
                                            "broker clamps it to the log end at load)"})
                     changed += 1
-            validated[part.path] = frozenset(plan.validated)
-            report.append({**partition_fields(part), "recoveryPoint": rp,
-                           "logEndOffset": plan.log_end_offset, "actions": rows,
-                           "problems": probs, "left": []})
+            entry: dict[str, Any] = {**partition_fields(part), "recoveryPoint": rp,
+                     "logEndOffset": plan.log_end_offset, "actions": rows, "problems": probs,
+                     "left": []}
+            return entry, rp_new, hw_new, frozenset(plan.validated), changed
+
+        bar = stack.enter_context(progress(partition_bytes(parts), "recover"))
+        for part, (entry, rp_new, hw_new, checked, n) in zip(parts, parallel.ordered(
+                parts, one, jobs, done=ticked(bar)), strict=True):
+            log_dir = part.path.parent.resolve()
+            changed += n
+            problems += len(entry["problems"])
+            if rp_new is not None:
+                rp_updates.setdefault(log_dir, {})[part.key] = rp_new
+            if hw_new is not None:
+                hw_updates.setdefault(log_dir, {})[part.key] = hw_new
+            validated[part.path] = checked
+            report.append(entry)
         for log_dir in dict.fromkeys([*rp_updates, *roots]):
             # beneath a partition target only the recovery points are its business
             names = naming.ROOT_CHECKPOINTS if log_dir in roots else (naming.RECOVERY_POINT,)
@@ -236,7 +255,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
         if not dry_run:
             for log_dir, updates in hw_updates.items():
                 update_offsets(log_dir / naming.REPLICATION, updates)
-        left = _check_after(parts, report, root_report, validated, dry_run)
+        left = _check_after(parts, report, root_report, validated, dry_run, jobs)
     if fmt != "text":
         write_report(fmt, {"dryRun": dry_run}, report, LISTS, log_dirs=root_report)
     else:
@@ -252,21 +271,26 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
 
 def _check_after(parts: list[PartitionDir], report: list[dict[str, Any]],
                  root_report: list[dict[str, Any]], validated: dict[Path, frozenset[int]],
-                 dry_run: bool) -> int:
+                 dry_run: bool, jobs: int = 1) -> int:
     """Verify what recover leaves, so it never says "nothing to do" or "repaired" while
     verify would still report errors; fills each report's "left", returns how many. A dry
     run can tell only for a partition it would not change. Records of the segments recover
     has just validated with verify's own batch rules are not decoded a second time."""
     n = 0
     leos: dict[Path, dict[tuple[str, int], int | None]] = {}
-    for part, r in zip(parts, report, strict=True):
-        if dry_run and r["actions"]:
-            continue
+    def check(part: PartitionDir) -> tuple[int | None, list[dict[str, Any]]]:
         f = Findings()
         fresh = scan_partition(part.path, part.log_dir)
-        leos.setdefault(part.path.parent.resolve(), {})[part.key] = check_partition(
-            fresh, f, CheckOptions(), Stats(), validated=validated.get(part.path, frozenset()))
-        r["left"] = _left(f)
+        leo = check_partition(fresh, f, CheckOptions(), Stats(),
+                              validated=validated.get(part.path, frozenset()))
+        return leo, _left(f)
+
+    todo = [(part, r) for part, r in zip(parts, report, strict=True)
+            if not (dry_run and r["actions"])]
+    for (part, r), (leo, left) in zip(todo, parallel.ordered(
+            [part for part, _ in todo], check, jobs), strict=True):
+        leos.setdefault(part.path.parent.resolve(), {})[part.key] = leo
+        r["left"] = left
         n += len(r["left"])
     for r in root_report:
         if dry_run and r["actions"]:
