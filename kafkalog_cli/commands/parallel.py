@@ -160,15 +160,32 @@ def _run(i: int) -> tuple[str | None, list[tuple[str, Any]], Any, Any]:
     return path, events, value, error
 
 
-def _portable(e: BaseException) -> tuple[type[BaseException], tuple[Any, ...], dict[str, Any]]:
-    """An exception as its type, args and attributes: KafkalogError subclasses take
-    keyword fields that pickle's default reconstruction would drop."""
-    return type(e), e.args, dict(vars(e))
+def _portable(e: BaseException) -> Any:
+    """`e` as it pickles when that gives it back whole (OSError keeps its errno and file
+    name only so), else as its type, args and attributes (a KafkalogError subclass whose
+    __init__ takes other arguments than its args)."""
+    try:
+        back = pickle.loads(pickle.dumps(e, pickle.HIGHEST_PROTOCOL))
+        if type(back) is type(e) and str(back) == str(e):
+            return e
+    except Exception:  # noqa: BLE001, S110 - then its parts
+        pass
+    return type(e), e.args, {k: v for k, v in vars(e).items() if _picklable(v)}
 
 
-def _rebuilt(p: tuple[type[BaseException], tuple[Any, ...], dict[str, Any]]) -> BaseException:
+def _picklable(v: Any) -> bool:
+    try:
+        pickle.dumps(v)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def _rebuilt(p: Any) -> BaseException:
+    if isinstance(p, BaseException):
+        return p
     cls, args, attrs = p
-    e = cls.__new__(cls)
+    e: BaseException = cls.__new__(cls)
     e.args = args
     vars(e).update(attrs)
     return e
