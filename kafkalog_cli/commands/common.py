@@ -47,6 +47,12 @@ def partition_bytes(parts: list[PartitionDir]) -> int:
     return sum(seg.size for part in parts for seg in part.segments)
 
 
+def ticked(advance: Callable[[int], None]) -> Callable[[PartitionDir], None]:
+    """What advances the progress bar once a partition's work is done (parallel.ordered's
+    `done`)."""
+    return lambda part: advance(sum(seg.size for seg in part.segments))
+
+
 def ticking(parts: list[PartitionDir], advance: Callable[[int], None]) -> Iterator[PartitionDir]:
     """Yield each partition, advancing the progress bar once its work is done."""
     for part in parts:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,12 @@ from typing import Any
 import click
 
 from kafkalog_cli.codec.layout import INT64_MAX
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, parallel
 from kafkalog_cli.commands.common import (
     lock_dirs,
     partition_bytes,
     partition_fields,
-    ticking,
+    ticked,
 )
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import progress, settings
@@ -75,11 +76,12 @@ MAX_ROUNDS = 1000
 @click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--no-quarantine", is_flag=True, help="Delete replaced segments outright.")
 @options.format_option()
+@options.jobs_option
 def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             now_ms: int | None, delete_retention_ms: int, min_compaction_lag_ms: int,
             min_cleanable_ratio: float, force: bool, dedupe_buffer_size: int, load_factor: float,
             segment_bytes: int, max_rounds: int, dry_run: bool, quarantine_dir: Path | None,
-            no_quarantine: bool, fmt: str) -> int:
+            no_quarantine: bool, fmt: str, jobs: int = 1) -> int:
     """Compact partitions the way Kafka's log cleaner does: latest record per key, tombstones
     until the delete horizon, aborted transactions dropped, offsets kept, segments replaced
     crash-safely (.cleaned -> .swap -> .deleted), cleaner-offset-checkpoint updated.
@@ -124,18 +126,30 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
         parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.CLEANER,))
         qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
         bar = stack.enter_context(progress(partition_bytes(parts), "compact"))
-        for part in ticking(parts, bar):
-            if not part.segments:
-                continue
-            log_dir = part.path.parent.resolve()
-            q = qs.get(log_dir)
+        parts = [part for part in parts if part.segments]
+
+        def one(part: PartitionDir) -> tuple[dict[str, Any], list[int]]:
+            """Compact a partition (perhaps in a worker process: commands/parallel.py): its
+            report entry, and the cleaner checkpoints left for this process to write."""
             if part.topic_error is not None:  # its cleaner checkpoint entry cannot be written
-                skipped = True
-                entry = {**partition_fields(part), "rounds": [],
-                         "skipped": f"{part.topic_error} (rename the dir)"}
-            else:
-                entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds,
-                                           q)
+                return {**partition_fields(part), "rounds": [],
+                        "skipped": f"{part.topic_error} (rename the dir)"}, []
+            log_dir = part.path.parent.resolve()
+            ends: list[int] = []
+            # -j 1 writes the checkpoint after each round, as the cleaner does; workers
+            # leave it to this process (one writer of the shared file, in partition order):
+            # a checkpoint that lags is safe, the range is cleaned again
+            write = None if jobs > 1 else (lambda end: update_offsets(
+                log_dir / naming.CLEANER, {part.key: end}))
+            entry = _compact_partition(part, log_dir, cfg, now, force, dry_run, max_rounds,
+                                       qs.get(log_dir), write or ends.append)
+            return entry, ends
+
+        for part, (entry, ends) in zip(parts, parallel.ordered(parts, one, jobs,
+                                                               done=ticked(bar)), strict=True):
+            for end in ends:
+                update_offsets(part.path.parent.resolve() / naming.CLEANER, {part.key: end})
+            skipped = skipped or part.topic_error is not None
             work = work or bool(entry["rounds"])
             report.append(entry)
             if fmt == "text" and (entry["rounds"] or not settings.quiet):  # -q: no skips
@@ -147,7 +161,8 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
 
 def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, now: int,
                        force: bool, dry_run: bool, max_rounds: int,
-                       q: Quarantine | None) -> dict[str, Any]:
+                       q: Quarantine | None,
+                       checkpoint: Callable[[int], None]) -> dict[str, Any]:
     key = part.key
     ckpt = read_offsets(log_dir / naming.CLEANER).get(key)
     log_start = max(part.segments[0].base_offset,
@@ -175,7 +190,7 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
                                 "mapFull": res.map_full})
         if dry_run:
             break
-        update_offsets(log_dir / naming.CLEANER, {key: res.end_offset})
+        checkpoint(res.end_offset)  # the cleaner-offset-checkpoint
         ckpt = res.end_offset
         part = scan_partition(part.path, part.log_dir)
         if not res.map_full or res.end_offset >= rng.first_uncleanable:

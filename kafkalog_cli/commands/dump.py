@@ -17,7 +17,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage, Record
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import decoding, options
+from kafkalog_cli.commands import decoding, options, parallel
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.output.console import note, warn
@@ -86,6 +86,7 @@ class Dumper:
         self.sizes = False  # text output shows raw key/value sizes
         self.fast_jsonl: Callable[[str, int, str, Iterable[Record]], bytes] | None = None
         self.decoding = decoding.Decoding("none")
+        self.jobs = 1  # -j: partitions dumped in worker processes
 
     def undecodable(self, file: str, pos: int, e: CorruptDataError, what: str) -> None:
         """A batch whose records (or, for a legacy wrapper, base offset) do not decode: one
@@ -197,6 +198,19 @@ class Dumper:
             self.out.text(f"Log starting offset: {seg.base_offset}")
             self.log_batches(path, part.topic, part.partition,
                              iter_batches(path, start, on_damage=self.damage(path)))
+
+    def partitions(self, parts: list[PartitionDir]) -> None:
+        """Dump partitions in order, over `self.jobs` worker processes."""
+        self.problems += sum(parallel.ordered(parts, self.problems_in, self.jobs,
+                                              renderer=self.out))
+
+    def problems_in(self, part: PartitionDir) -> int:
+        """Dump a partition; the problems it found (summed by the caller, which may run
+        this in a worker process: commands/parallel.py)."""
+        before = self.problems
+        self.partition(part)
+        found, self.problems = self.problems - before, before
+        return found
 
     # -- other files ------------------------------------------------------------------
     def other_file(self, path: Path, fn: naming.FileName) -> None:
@@ -404,11 +418,12 @@ def _record_text(row: Row, print_data: bool) -> str:
               show_default=True, help="Only data batches or only control batches.")
 @options.max_decompressed_option
 @decoding.decode_option
+@options.jobs_option
 def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_batches: bool,
             fmt: str, payload: str, from_offset: int | None, to_offset: int | None,
             from_time: int | None, to_time: int | None, key_filter: bytes | None,
             producer_id: int | None, only: str, max_decompressed_bytes: int,
-            decode: str = "auto") -> int:
+            decode: str = "auto", jobs: int = 1) -> int:
     """Print the contents of log dirs, partition dirs or single files.
 
     PATH may be a .log (also .log.deleted/.swap/.cleaned), .index, .timeindex, .txnindex,
@@ -447,6 +462,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     if fmt == "jsonl":
         d.fast_jsonl = jsonl_writer(payload)
     d.decoding = decoding.Decoding(decode, kafka_text=fmt == "text")
+    d.jobs = jobs
     try:
         for t in targets:
             t.format.dump(t, d)

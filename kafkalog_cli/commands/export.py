@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,6 +10,7 @@ from typing import Any
 
 import click
 
+from kafkalog_cli.commands import options as options_module
 from kafkalog_cli.commands.options import Text
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import count_progress, note
@@ -75,15 +77,16 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--partition-by", type=Text(), metavar="COLS",
               help="Comma-separated columns to partition the output by (e.g. topic,partition).")
 @click.option("--overwrite", is_flag=True, help="Replace OUT if it exists.")
+@options_module.jobs_option
 def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,
             opts: tuple[str, ...], batches: bool, payload: str, partition_by: str | None,
-            overwrite: bool) -> int:
+            overwrite: bool, jobs: int | None = None) -> int:
     """Read log dirs (or globs of them) with Spark and write them out as Parquet, JSON or CSV.
 
     Rows are what a Kafka consumer sees (Spark's Kafka source schema, headers included,
     plus producer fields, segment and position); --batches writes batch headers instead.
-    Runs on local[*] unless --master or SPARK_REMOTE names a cluster. Needs PySpark:
-    pip install 'kafkalog[spark]'.
+    Runs on local[*] unless --master or SPARK_REMOTE names a cluster; -j N means
+    local[N] (export runs only through Spark). Needs PySpark: pip install 'kafkalog[spark]'.
 
     \b
     Examples:
@@ -91,6 +94,14 @@ def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,
       kafkalog export '/archive/broker-*/kafka-logs' --to json out/ -o subscribe=orders
       kafkalog export /var/lib/kafka --to csv out/ --batches --master spark://head:7077
     """
+    if click.get_current_context().get_parameter_source("jobs") is \
+            click.core.ParameterSource.DEFAULT:
+        jobs = None  # local[*], or the cluster --master or SPARK_REMOTE names
+    elif master or os.environ.get("SPARK_REMOTE"):
+        raise UsageError("-j/--jobs: sets the local master's cores (local[N]); with --master "
+                         "or SPARK_REMOTE give the cluster's own settings instead")
+    else:
+        master = f"local[{jobs}]"
     from kafkalog_cli.spark import require_pyspark
 
     require_pyspark("kafkalog export")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, ticking
+from kafkalog_cli.commands import options, parallel
+from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, ticked
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
 from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import make_renderer
@@ -50,8 +50,9 @@ def _text(row: dict[str, Any]) -> str:
               help="The topic's segment.index.bytes (caps entries).")
 @click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
 @options.format_option()
+@options.jobs_option
 def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_bytes: int,
-            dry_run: bool, fmt: str) -> int:
+            dry_run: bool, fmt: str, jobs: int = 1) -> int:
     """Rebuild .index, .timeindex and .txnindex from the .log files, byte for byte as Kafka's
     recovery writes them. The .log files are never changed (that is `recover`'s job).
 
@@ -67,8 +68,28 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
     # -q: people reading text or a table see what changed, not each index left as it was
     terse = settings.quiet and fmt in ("text", "table")
     changed = damaged = 0
-    fixes: dict[Path, str] = {}
     targets = partitions_of(paths)
+
+    def one(part: PartitionDir, bases: set[int] | None) -> tuple[int, int]:
+        """Reindex a partition (perhaps in a worker: commands/parallel.py); the indexes it
+        changed and the damaged logs it found."""
+        changed = damaged = 0
+        fix = None
+        for c in reindex_partition(part, bases=bases, interval=index_interval_bytes,
+                                   index_bytes=segment_index_bytes, dry_run=dry_run):
+            changed += c.changed
+            if c.damage and c.kind == "index":
+                damaged += 1
+                fix = fix or _recover_fix(part)
+                warn(f"{c.damage}; indexes cover the valid prefix only (fix: {fix})")
+            if terse and not c.changed:
+                continue
+            out.row({"topic": part.topic, "partition": part.partition,
+                     "segment": str(c.segment), "file": str(c.file), "index": c.kind,
+                     "entries": c.entries, "bytesBefore": c.before,
+                     "bytesAfter": c.after, "changed": c.changed, "dryRun": dry_run})
+        return changed, damaged
+
     with ExitStack() as stack:
         fresh = {p.path: p for p in lock_dirs([p for _t, parts, _b in targets for p in parts],
                                               stack, dry_run=dry_run)}
@@ -76,22 +97,9 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
         bar = stack.enter_context(progress(
             partition_bytes([p for _t, parts, _b in targets for p in parts]), "index-rebuild"))
         for _t, parts, bases in targets:
-            for part in ticking(parts, bar):
-                for c in reindex_partition(part, bases=bases, interval=index_interval_bytes,
-                                           index_bytes=segment_index_bytes, dry_run=dry_run):
-                    changed += c.changed
-                    if c.damage and c.kind == "index":
-                        damaged += 1
-                        if part.path not in fixes:
-                            fixes[part.path] = _recover_fix(part)
-                        warn(f"{c.damage}; indexes cover the valid prefix only "
-                             f"(fix: {fixes[part.path]})")
-                    if terse and not c.changed:
-                        continue
-                    out.row({"topic": part.topic, "partition": part.partition,
-                             "segment": str(c.segment), "file": str(c.file), "index": c.kind,
-                             "entries": c.entries, "bytesBefore": c.before,
-                             "bytesAfter": c.after, "changed": c.changed, "dryRun": dry_run})
+            for c, d in parallel.ordered(parts, functools.partial(one, bases=bases), jobs,
+                                         renderer=out, done=ticked(bar)):
+                changed, damaged = changed + c, damaged + d
     out.close()
     if damaged or (changed and dry_run):
         return EXIT_UNFIXED

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, parallel
 from kafkalog_cli.output.console import human_time
 from kafkalog_cli.output.render import exploding, make_renderer, write_document
 from kafkalog_cli.storage.disk import naming
@@ -94,7 +94,8 @@ def _num(v: int | None) -> str:
                "exist or cannot be read), 16 usage error (a PATH that holds no Kafka data).")
 @options.paths_argument
 @options.format_option(default="auto")
-def command(paths: tuple[str, ...], fmt: str) -> int:
+@options.jobs_option
+def command(paths: tuple[str, ...], fmt: str, jobs: int = 1) -> int:
     """A one-screen overview of log dirs: partitions, offsets, checkpoints, sizes, time ranges,
     codecs, clean-shutdown and lock state, leftover files.
 
@@ -110,7 +111,7 @@ def command(paths: tuple[str, ...], fmt: str) -> int:
       kafkalog info /var/lib/kafka/orders-0 --format json
       kafkalog info /var/lib/kafka --format csv > partitions.csv
     """
-    entries = [e for t in open_targets(paths) for e in t.format.info(t)]
+    entries = [e for t in open_targets(paths) for e in t.format.info(t, parallel.mapper(jobs))]
     if fmt == "json":
         write_document(entries)
         return 0

@@ -444,3 +444,24 @@ def complete_partition(ctx: click.Context, param: click.Parameter,
     topics = set(params.get("topics") or ()) | ({topic} if topic else set())
     nums = sorted({p for t, p in _partitions_on_command_line(ctx) if not topics or t in topics})
     return [CompletionItem(str(n)) for n in nums if str(n).startswith(incomplete)]
+
+
+MAX_JOBS = 1024
+
+
+def jobs_option(f: F) -> F:
+    """-j/--jobs: worker processes for per-partition work (commands/parallel.py); default
+    every core this process may run on."""
+    return click.option("-j", "--jobs", type=Int32(min=1, max=MAX_JOBS, unit="processes"),
+                        metavar="N", default=None, callback=_default_jobs,
+                        help="Partitions worked on at once, each in its own process "
+                             "[default: every core]; output is the same for every N.")(f)
+
+
+def _default_jobs(ctx: click.Context, param: click.Parameter, value: int | None) -> int:
+    if value is not None:
+        return value
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, parallel
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, UsageError
 from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import write_report
@@ -71,9 +71,10 @@ def _text(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
                    "(default: the size a killed broker preallocated the last segment's indexes "
                    "to, else 10485760).")
 @options.format_option()
+@options.jobs_option
 def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
             quarantine_dir: Path | None, no_quarantine: bool, index_interval_bytes: int,
-            segment_index_bytes: int | None, fmt: str) -> int:
+            segment_index_bytes: int | None, fmt: str, jobs: int = 1) -> int:
     """Do offline, and explain, what a broker does at start-up after an unclean shutdown:
     finish or undo interrupted replacements (.cleaned/.swap/.deleted), drop orphan indexes,
     validate segments from the recovery point, cut a torn or corrupt tail (or one whose
@@ -95,7 +96,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     if quarantine_dir and no_quarantine:
         raise UsageError("--quarantine and --no-quarantine contradict each other")
     o = RecoverOptions(full, force, dry_run, quarantine_dir, no_quarantine,
-                       index_interval_bytes, segment_index_bytes, warn)
+                       index_interval_bytes, segment_index_bytes, warn, parallel.mapper(jobs))
     targets = open_targets(paths)
     with ExitStack() as stack:
         done = targets[0].format.recover(targets, o, stack,

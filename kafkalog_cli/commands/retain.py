@@ -11,18 +11,19 @@ from typing import Any
 import click
 import orjson
 
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, parallel
 from kafkalog_cli.commands.common import lock_dirs, partition_fields
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
 from kafkalog_cli.output.console import settings
 from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.checkpoints import read_offsets
-from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target
 from kafkalog_cli.storage.disk.naming import topic_name_error
 from kafkalog_cli.storage.maintenance.guard import quarantines
 from kafkalog_cli.storage.maintenance.retention import (
     Policy,
+    RetentionPlan,
     apply_retention,
     plan_retention,
     remove_deleted,
@@ -97,10 +98,12 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
               help="Really delete (frees the space; by default deleted segments are moved to "
                    "the quarantine folder).")
 @options.format_option()
+@options.jobs_option
 def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
             log_start_offset: int | None, topic_config: Path | None, now_ms: int | None,
             delete_delay: int, ignore_high_watermark: bool, max_future_ms: int | None,
-            dry_run: bool, quarantine_dir: Path | None, no_quarantine: bool, fmt: str) -> int:
+            dry_run: bool, quarantine_dir: Path | None, no_quarantine: bool, fmt: str,
+            jobs: int = 1) -> int:
     """Apply Kafka's retention to log dirs with no broker: log start offset, then
     retention.bytes, then retention.ms, each deleting a prefix of segments and never past
     the high watermark. Takes the log dir lock; idempotent; safe to run from cron.
@@ -123,16 +126,13 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
         parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.LOG_START,))
         qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
         skipped = False
-        for part in parts:
-            log_dir = part.path.parent.resolve()
+
+        def plan(part: PartitionDir) -> RetentionPlan | None:
+            """What retention deletes in a partition (perhaps planned in a worker process:
+            commands/parallel.py; it is applied here, in order); None: skipped."""
             if part.topic_error is not None:  # its log start entry cannot be written
-                skipped = True
-                why = f"{part.topic_error} (rename the dir)"
-                summary.append({**partition_fields(part), "skipped": why, "dryRun": dry_run})
-                if fmt == "text":
-                    out.write(f"skipped {part.path}: {why}\n")
-                continue
-            q = qs.get(log_dir)
+                return None
+            log_dir = part.path.parent.resolve()
             cfg = per_topic.get(part.topic, {})
             policy = Policy(cfg.get("retention.ms", retention_ms),
                             cfg.get("retention.bytes", retention_bytes),
@@ -149,27 +149,39 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                 notes.append("no high watermark in replication-offset-checkpoint: nothing "
                              "is deleted (pass --ignore-high-watermark for a quiesced copy)")
                 hw = -1
-            plan = plan_retention(part, policy, now=now, log_start=start,
-                                  high_watermark=hw, max_future_ms=max_future_ms)
-            plan.notes[:0] = notes if not plan.victims and notes and part.segments else []
+            planned = plan_retention(part, policy, now=now, log_start=start,
+                                     high_watermark=hw, max_future_ms=max_future_ms)
+            planned.notes[:0] = notes if not planned.victims and notes and part.segments else []
+            return planned
+
+        for part, retention in zip(parts, parallel.ordered(parts, plan, jobs), strict=True):
+            log_dir = part.path.parent.resolve()
+            if retention is None:
+                skipped = True
+                why = f"{part.topic_error} (rename the dir)"
+                summary.append({**partition_fields(part), "skipped": why, "dryRun": dry_run})
+                if fmt == "text":
+                    out.write(f"skipped {part.path}: {why}\n")
+                continue
+            q = qs.get(log_dir)
             swept: list[Path] = []
             if not dry_run:
-                apply_retention(plan, q, delete_now=delete_delay == 0, log_dir=log_dir)
+                apply_retention(retention, q, delete_now=delete_delay == 0, log_dir=log_dir)
                 swept = remove_deleted(part.path, q, older_than_ms=delete_delay, log_dir=log_dir)
-            entry = {**partition_fields(part), "deleted": [v.as_dict() for v in plan.victims],
-                     "rolled": plan.roll_at, "logStartOffset": plan.new_log_start,
-                     "removedDeletedFiles": [str(p) for p in swept], "notes": plan.notes,
+            entry = {**partition_fields(part), "deleted": [v.as_dict() for v in retention.victims],
+                     "rolled": retention.roll_at, "logStartOffset": retention.new_log_start,
+                     "removedDeletedFiles": [str(p) for p in swept], "notes": retention.notes,
                      "dryRun": dry_run}
             summary.append(entry)
             if fmt == "text":
                 verb = "would delete" if dry_run else "deleted"
-                for v in plan.victims:
+                for v in retention.victims:
                     out.write(f"{verb} {v.segment.log_path} ({v.size} bytes, "
                               f"{v.rule}): {v.reason}\n")
-                if plan.roll_at is not None:
+                if retention.roll_at is not None:
                     out.write(f"{'would roll' if dry_run else 'rolled'} a new empty segment at "
-                              f"{plan.roll_at} in {part.path}\n")
-                for note in [] if settings.quiet else plan.notes:
+                              f"{retention.roll_at} in {part.path}\n")
+                for note in [] if settings.quiet else retention.notes:
                     out.write(f"note: {note}\n")
     if fmt != "text":
         write_report(fmt, {"now": now}, summary, {"deleted": "deleted"})

@@ -11,11 +11,11 @@ import click
 
 from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, parallel
 from kafkalog_cli.errors import EXIT_UNFIXED
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.output.render import exploding, make_renderer
-from kafkalog_cli.storage.disk.logdir import open_target
+from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target
 from kafkalog_cli.storage.queries.transactions import (
     DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
     PartitionTxns,
@@ -110,8 +110,9 @@ def text_line(row: Row) -> str:
               help="Put into the suggested kafka-transactions.sh abort commands.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also list partitions with no open or aborted transaction.")
+@options.jobs_option
 def command(paths: tuple[str, ...], fmt: str, now: int | None, max_transaction_timeout: int,
-            bootstrap_server: str, show_all: bool) -> int:
+            bootstrap_server: str, show_all: bool, jobs: int = 1) -> int:
     """Report open (possibly hanging) and aborted transactions of each partition, computed
     offline from the segments, `.txnindex` files and `.snapshot` producer state: producer id
     and epoch, first and last offset, age, the last stable offset, and for each hanging
@@ -134,12 +135,20 @@ def command(paths: tuple[str, ...], fmt: str, now: int | None, max_transaction_t
             warn(f"{where}: byte {d.position}: {d.reason} [{d.code}]")
         return on_damage
 
+    def one(part: PartitionDir) -> tuple[Row, int]:
+        """A partition's row and the damage read (perhaps in a worker: commands/parallel.py)."""
+        nonlocal damaged
+        before = damaged
+        row = _row(partition_transactions(part, reporter(str(part.path))), now_ms,
+                   timeout_ms, bootstrap_server)
+        found, damaged = damaged - before, before
+        return row, found
+
     out = make_renderer(fmt, text_line, flatten=FLATTEN)
     hanging = 0
     for p in paths:
-        for part in open_target(p).partitions():
-            row = _row(partition_transactions(part, reporter(str(part.path))), now_ms,
-                       timeout_ms, bootstrap_server)
+        for row, found in parallel.ordered(open_target(p).partitions(), one, jobs):
+            damaged += found
             hanging += sum(1 for t in row["open"] if t["hanging"])
             if show_all or row["open"] or row["aborted"] or row["notes"]:
                 out.row(row)

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options
+from kafkalog_cli.commands import options, parallel
 from kafkalog_cli.commands.common import partition_bytes
 from kafkalog_cli.errors import EXIT_UNFIXED
 from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
@@ -39,6 +39,7 @@ def _text(fd: Finding) -> str:
 @options.format_option()
 @click.option("--all", "show_all", is_flag=True, help="Also list info findings in text output.")
 @options.max_decompressed_option
+@options.jobs_option
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local",
               show_default=True, help="Check partition dirs in this process, or in Spark "
                                       "tasks (pip install 'kafkalog[spark]'); same findings.")
@@ -46,7 +47,7 @@ def _text(fd: Finding) -> str:
               help="Spark master for --engine spark: local[*] (default), spark://..., yarn, "
                    "sc://host:port [env: SPARK_REMOTE].")
 def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
-            max_decompressed_bytes: int, engine: str = "local",
+            max_decompressed_bytes: int, jobs: int = 1, engine: str = "local",
             master: str | None = None) -> int:
     """Check log dirs, partitions or files for damage, as a broker and kafka-dump-log would,
     and more.
@@ -75,7 +76,7 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
             spark_targets.append(target)
             continue
         with progress(partition_bytes(target.format.partitions(target)), "verify") as advance:
-            target.format.check(target, f, opts, stats, advance)
+            target.format.check(target, f, opts, stats, advance, parallel.mapper(jobs))
     if spark_targets:
         from kafkalog_cli.spark.jobs import verify_on_spark
 

@@ -95,6 +95,12 @@ class Screen:
             if held:
                 _write_all(self._held_fd, held)
 
+    def forget(self) -> None:
+        """In a forked worker: the bar is the parent's, and so are its lock and thread (a
+        lock another thread held at the fork would never be released here)."""
+        self._lock = threading.RLock()
+        self._render, self._thread, self._shown, self._held = None, None, False, b""
+
     def err(self, text: str) -> None:
         """Whole lines for stderr (notes, warnings), above the bar."""
         with self._lock:

@@ -56,6 +56,11 @@ class Stats:
     records: int = 0
     bytes: int = 0
 
+    def add(self, other: Stats) -> None:
+        """Count in what a partition checked elsewhere (a -j worker) counted."""
+        for k in vars(self):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
 
 @dataclass
 class SegmentSummary:

@@ -64,6 +64,24 @@ class Findings:
         else:
             more[1] += 1
 
+    def absorb(self, other: Findings) -> None:
+        """Add `other`'s findings after these, as if each had been added here in turn (the
+        findings of a partition checked in a worker process)."""
+        notes = {at: n for at, n, _ in other._more.values()}
+        for at, fd in enumerate(other._items):
+            key = (fd.code, fd.file)
+            times = notes.get(at, 1)
+            if at not in notes and self._listed.get(key, 0) < MAX_LISTED:
+                self._listed[key] = self._listed.get(key, 0) + 1
+                self._items.append(fd)
+                continue
+            more = self._more.get(key)
+            if more is None:
+                self._more[key] = [len(self._items), times, 0]
+                self._items.append(Finding(fd.severity, fd.code, fd.file, None, "", fix=fd.fix))
+            else:
+                more[1] += times
+
     def refix(self, start: int, old: str, new: str) -> None:
         """Give the findings from `start` on whose fix is `old` the fix `new` (a command
         whose options are known only once a whole partition has been read)."""

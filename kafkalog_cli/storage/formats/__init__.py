@@ -70,10 +70,11 @@ class LogFormat(Protocol):
         """The target's partitions (with `linked`, the symlinks named like one too)."""
 
     def check(self, target: Any, f: Any, opts: Any, stats: Any,
-              advance: Callable[[int], None] | None = None) -> None:
-        """verify: every finding of the target into `f`."""
+              advance: Callable[[int], None] | None = None, ordered: Any = None) -> None:
+        """verify: every finding of the target into `f` (partitions through `ordered`, the
+        command's -j map, where the format can)."""
 
-    def info(self, target: Any) -> list[Row]:
+    def info(self, target: Any, ordered: Any = None) -> list[Row]:
         """info: the target's entries, each with a row per partition."""
 
     def list_offsets(self, part: Any, when: int | str) -> Any:

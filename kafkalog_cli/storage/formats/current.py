@@ -3,7 +3,8 @@ queries and maintenance implement it; this module is its face for the commands).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
@@ -31,6 +32,7 @@ from kafkalog_cli.storage.queries import timelookup
 from kafkalog_cli.storage.queries.overview import lock_state, partition_info
 
 Row = dict[str, Any]
+Ordered = Callable[..., Iterator[Any]]  # commands/parallel.ordered: work over partitions in order
 ENTRY_KINDS: Final = {"logdir": "logDir", "archive": "logDir", "partition": "partitionDir",
                       "file": "segmentFile"}
 _SUFFIX_KINDS: Final = {naming.INDEX: "index-entry", naming.TIMEINDEX: "timeindex-entry",
@@ -63,6 +65,10 @@ def segment_target(t: Target) -> tuple[PartitionDir, int]:
     if fn.kind is not naming.FileKind.SEGMENT or fn.offset is None or fn.temp:
         raise UsageError(f"{t.path}: name a segment file, a partition dir or a log dir")
     return scan_partition(t.path.parent), fn.offset
+
+
+def _info(part: PartitionDir, bases: set[int] | None = None) -> Row:
+    return partition_info(part, bases).as_dict()
 
 
 class CurrentFormat:
@@ -121,7 +127,8 @@ class CurrentFormat:
     # -- verify -------------------------------------------------------------------------
 
     def check(self, target: Target, f: Findings, opts: CheckOptions, stats: Stats,
-              advance: Callable[[int], None] | None = None) -> None:
+              advance: Callable[[int], None] | None = None,
+              ordered: Ordered | None = None) -> None:
         if target.kind == "file":
             _check_file(target.path, f, opts, stats)
             return
@@ -129,11 +136,24 @@ class CurrentFormat:
             assert target.partition is not None
             check_partition(target.partition, f, opts, stats, advance)
             return
+
+        def check(part: PartitionDir) -> tuple[int | None, Findings, Stats]:
+            if ordered is None:
+                return check_partition(part, f, opts, stats, advance), f, stats
+            pf, ps = Findings(), Stats()  # a worker's: absorbed below, in order
+            return check_partition(part, pf, opts, ps), pf, ps
+
+        done = None if advance is None else (
+            lambda part: advance(sum(s.size for s in part.segments)))
         for ld in target.log_dirs:
             leos: dict[tuple[str, int], int | None] = {}
             firsts: dict[tuple[str, int], int] = {}
-            for part in ld.partitions:
-                leo = check_partition(part, f, opts, stats, advance)
+            results = (map(check, ld.partitions) if ordered is None else
+                       ordered(ld.partitions, check, done=done))
+            for part, (leo, pf, ps) in zip(ld.partitions, results, strict=True):
+                if pf is not f:
+                    f.absorb(pf)
+                    stats.add(ps)
                 if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
                     continue
                 leos[part.key] = leo
@@ -143,15 +163,18 @@ class CurrentFormat:
 
     # -- info ---------------------------------------------------------------------------
 
-    def info(self, t: Target) -> list[Row]:
+    def info(self, t: Target, ordered: Ordered | None = None) -> list[Row]:
+        def rows(parts: list[PartitionDir], bases: set[int] | None = None) -> list[Row]:
+            work = functools.partial(_info, bases=bases)
+            return list(map(work, parts) if ordered is None else ordered(parts, work))
+
         if t.kind == "file":
             part, base = segment_target(t)
             return [{"kind": "segmentFile", "path": str(t.path),
-                     "partitions": [partition_info(part, {base}).as_dict()]}]
+                     "partitions": rows([part], {base})}]
         if not t.log_dirs:
             return [{"kind": ENTRY_KINDS[t.kind], "path": str(t.path),
-                     "partitions": [partition_info(x).as_dict()
-                                    for x in t.partitions(linked=True)]}]
+                     "partitions": rows(t.partitions(linked=True))}]
         out = []
         for ld in t.log_dirs:
             cache = ld.remote_index_cache
@@ -161,7 +184,7 @@ class CurrentFormat:
                         "unknownFiles": ld.unknown + [d + "/" for d in ld.bad_dirs],
                         "remoteIndexCache": None if cache is None else {
                             "files": len(cache.files), "bytes": cache.bytes},
-                        "partitions": [partition_info(x).as_dict() for x in ld.partitions]})
+                        "partitions": rows(ld.partitions)})
         return out
 
     # -- find-by-time -------------------------------------------------------------------
@@ -198,8 +221,7 @@ class CurrentFormat:
     def dump(self, target: Target, sink: Any) -> None:
         """Through the dump command's batch and file readers (`sink`)."""
         if target.kind != "file":
-            for part in target.partitions():
-                sink.partition(part)
+            sink.partitions(target.partitions())
             return
         fn = naming.parse_file_name(target.path.name)
         if is_log(target.path, fn):

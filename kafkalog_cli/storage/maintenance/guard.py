@@ -52,8 +52,11 @@ def quarantines(parts: list[Any], where: Path | None, *, enabled: bool = True,
                 log_dirs: Iterable[Path] = ()) -> dict[Path, Quarantine]:
     """One quarantine per log dir of `parts` and per (resolved) path in `log_dirs` (a command
     that also changes a log dir's own files), made (and its place checked) before any change."""
-    return {root: Quarantine(root, where, enabled=enabled)
-            for root in dict.fromkeys([*(p.path.parent.resolve() for p in parts), *log_dirs])}
+    qs = {root: Quarantine(root, where, enabled=enabled)
+          for root in dict.fromkeys([*(p.path.parent.resolve() for p in parts), *log_dirs])}
+    for q in qs.values():
+        q.reserve()  # one run folder, whichever worker process (-j) quarantines first
+    return qs
 
 
 def _refuse_interrupted(parts: list[Any], ok: bool) -> list[Any]:

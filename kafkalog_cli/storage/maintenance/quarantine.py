@@ -40,6 +40,7 @@ class Quarantine:
         self.enabled = enabled
         self.fsync = fsync
         self._dir: Path | None = None
+        self._planned: Path | None = None
         self.entries: list[dict[str, Any]] = []
 
     def _refuse_inside(self) -> None:
@@ -52,15 +53,25 @@ class Quarantine:
                              f"{top} (a broker refuses to start on a folder there); choose one "
                              "outside with --quarantine DIR")
 
+    def reserve(self) -> None:
+        """Choose this run's folder now; it is still made only when first used. Worker
+        processes that share this object (forked) then all use the one folder."""
+        if self._dir is None and self._planned is None:
+            self._planned = self._fresh()
+
+    def _fresh(self) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        d = self.base / stamp
+        n = 1
+        while d.exists():
+            n += 1
+            d = self.base / f"{stamp}-{n}"
+        return d
+
     @property
     def dir(self) -> Path:
         if self._dir is None:
-            stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-            d = self.base / stamp
-            n = 1
-            while d.exists():
-                n += 1
-                d = self.base / f"{stamp}-{n}"
+            d = self._planned or self._fresh()
             try:
                 self._mkdirs(d)
             except OSError as e:

@@ -4,7 +4,7 @@ then verify over what is left, so recover never calls a dir clean that verify wo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +28,7 @@ from kafkalog_cli.storage.maintenance.recovery import Plan, apply_plan, plan_par
 from kafkalog_cli.storage.maintenance.replace import apply_loader_actions
 
 Row = dict[str, Any]
+Ordered = Callable[..., Iterator[Any]]
 Progress = Callable[[int], AbstractContextManager[Callable[[int], None]]]
 
 
@@ -41,6 +42,7 @@ class RecoverOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL
     segment_index_bytes: int | None = None
     warn: Callable[[str], None] = lambda _msg: None
+    ordered: Ordered | None = None  # the command's -j map over partitions (None: in turn)
 
 
 @dataclass
@@ -99,6 +101,22 @@ def _fix_root_checkpoints(ld: Path, names: tuple[str, ...],
     return rows
 
 
+def _size(part: PartitionDir) -> int:
+    return sum(s.size for s in part.segments)
+
+
+def _ordered(o: RecoverOptions, items: list[Any], work: Callable[[Any], Any],
+             done: Callable[[Any], None] | None = None) -> Iterator[Any]:
+    """`work` over `items` in order: in -j workers when the command gave a map."""
+    if o.ordered is not None:
+        yield from o.ordered(items, work, done=done)
+        return
+    for item in items:
+        yield work(item)
+        if done is not None:
+            done(item)
+
+
 def recover(targets: list[Target], o: RecoverOptions, stack: ExitStack,
             progress: Progress) -> Outcome:
     full, force, dry_run = o.full, o.force, o.dry_run
@@ -121,8 +139,11 @@ def recover(targets: list[Target], o: RecoverOptions, stack: ExitStack,
     rp_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
     hw_updates: dict[Path, dict[tuple[str, int], int | None]] = {}
     validated: dict[Path, frozenset[int]] = {}  # segments recover validated deeply
-    bar = stack.enter_context(progress(sum(s.size for x in parts for s in x.segments)))
-    for part in parts:
+
+    def one(part: PartitionDir) -> tuple[Row, int | None, int | None, frozenset[int], int]:
+        """Recover a partition (perhaps in a -j worker process): its report entry, new
+        recovery point and high watermark (None: unchanged), the segments validated, and
+        the changes counted."""
         log_dir = part.path.parent.resolve()
         q = qs[log_dir]
         rp = recovery_point(part)
@@ -134,22 +155,21 @@ def recover(targets: list[Target], o: RecoverOptions, stack: ExitStack,
         if not dry_run and not plan.empty:
             # finish the loader passes first, then plan the rest on the real files
             apply_loader_actions(plan.loader, q)
-            plan2 = plan_partition(part.rescan(), rp, full=full,
-                                   force=force, interval=index_interval_bytes,
-                                   capacity=capacity)
+            plan2 = plan_partition(part.rescan(), rp, full=full, force=force,
+                                   interval=index_interval_bytes, capacity=capacity)
             apply_plan(plan2, q)
-            rows = _describe(plan) [:len(plan.loader)] + _describe(plan2)
+            rows = _describe(plan)[:len(plan.loader)] + _describe(plan2)
             plan = plan2
         probs = [p.as_dict() for p in plan.problems]
         if part.topic_error is not None:
             probs.append({"file": str(part.path), "position": None,
                           "message": f"{part.topic_error}: its recovery point is not "
                                      "written (rename the dir)"})
-        changed += bool(rows)
-        problems += len(probs)
+        changed = int(bool(rows))
+        rp_new = hw_new = None
         if part.log_dir is not None and plan.log_end_offset is not None and not probs:
             if rp != plan.log_end_offset or rows_corrupt:
-                rp_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
+                rp_new = plan.log_end_offset
                 rows.append({"action": "checkpoint",
                              "file": str(log_dir / naming.RECOVERY_POINT),
                              "reason": f"recovery point {rp} -> {plan.log_end_offset}"})
@@ -159,17 +179,28 @@ def recover(targets: list[Target], o: RecoverOptions, stack: ExitStack,
             except (CorruptDataError, LogDirIOError):
                 hw = None
             if hw is not None and hw > plan.log_end_offset:
-                hw_updates.setdefault(log_dir, {})[part.key] = plan.log_end_offset
+                hw_new = plan.log_end_offset
                 rows.append({"action": "checkpoint", "file": str(log_dir / naming.REPLICATION),
                              "reason": f"high watermark {hw} -> {plan.log_end_offset} (the "
                                        "broker clamps it to the log end at load)"})
                 changed += 1
-        validated[part.path] = frozenset(plan.validated)
-        report.append({"topic": part.topic, "partition": part.partition,
-                       "path": str(part.path), "recoveryPoint": rp,
-                       "logEndOffset": plan.log_end_offset, "actions": rows,
-                       "problems": probs, "left": []})
-        bar(sum(s.size for s in part.segments))
+        entry = {"topic": part.topic, "partition": part.partition, "path": str(part.path),
+                 "recoveryPoint": rp, "logEndOffset": plan.log_end_offset, "actions": rows,
+                 "problems": probs, "left": []}
+        return entry, rp_new, hw_new, frozenset(plan.validated), changed
+
+    bar = stack.enter_context(progress(sum(s.size for x in parts for s in x.segments)))
+    for part, (entry, rp_new, hw_new, checked, n) in zip(
+            parts, _ordered(o, parts, one, done=lambda x: bar(_size(x))), strict=True):
+        log_dir = part.path.parent.resolve()
+        changed += n
+        problems += len(entry["problems"])
+        if rp_new is not None:
+            rp_updates.setdefault(log_dir, {})[part.key] = rp_new
+        if hw_new is not None:
+            hw_updates.setdefault(log_dir, {})[part.key] = hw_new
+        validated[part.path] = checked
+        report.append(entry)
     for log_dir in dict.fromkeys([*rp_updates, *roots]):
         # beneath a partition target only the recovery points are its business
         names = naming.ROOT_CHECKPOINTS if log_dir in roots else (naming.RECOVERY_POINT,)
@@ -181,28 +212,33 @@ def recover(targets: list[Target], o: RecoverOptions, stack: ExitStack,
     if not dry_run:
         for log_dir, updates in hw_updates.items():
             update_offsets(log_dir / naming.REPLICATION, updates)
-    left = _check_after(parts, report, root_report, validated, dry_run)
+    left = _check_after(parts, report, root_report, validated, dry_run, o)
     return Outcome(report, root_report, changed, problems, left)
 
 
 def _check_after(parts: list[PartitionDir], report: list[dict[str, Any]],
                  root_report: list[dict[str, Any]], validated: dict[Path, frozenset[int]],
-                 dry_run: bool) -> int:
+                 dry_run: bool, o: RecoverOptions) -> int:
     """Verify what recover leaves, so it never says "nothing to do" or "repaired" while
     verify would still report errors; fills each report's "left", returns how many. A dry
     run can tell only for a partition it would not change. Records of the segments recover
     has just validated with verify's own batch rules are not decoded a second time."""
     n = 0
     leos: dict[Path, dict[tuple[str, int], int | None]] = {}
-    for part, r in zip(parts, report, strict=True):
-        if dry_run and r["actions"]:
-            continue
+
+    def check(part: PartitionDir) -> tuple[int | None, list[Row]]:
         f = Findings()
-        fresh = part.rescan()
-        leos.setdefault(part.path.parent.resolve(), {})[part.key] = check_partition(
-            fresh, f, CheckOptions(), Stats(), validated=validated.get(part.path, frozenset()))
-        r["left"] = _left(f)
-        n += len(r["left"])
+        leo = check_partition(part.rescan(), f, CheckOptions(), Stats(),
+                              validated=validated.get(part.path, frozenset()))
+        return leo, _left(f)
+
+    todo = [(part, r) for part, r in zip(parts, report, strict=True)
+            if not (dry_run and r["actions"])]
+    for (part, r), (leo, left) in zip(todo, _ordered(o, [x for x, _ in todo], check),
+                                      strict=True):
+        leos.setdefault(part.path.parent.resolve(), {})[part.key] = leo
+        r["left"] = left
+        n += len(left)
     for r in root_report:
         if dry_run and r["actions"]:
             continue

@@ -118,10 +118,10 @@ class Kafka07Format:
         return t.partitions
 
     def check(self, target: Target07, f: Findings, opts: CheckOptions, stats: Stats,
-              advance: Callable[[int], None] | None = None) -> None:
+              advance: Callable[[int], None] | None = None, ordered: Any = None) -> None:
         check_target(target, f, opts, stats)
 
-    def info(self, t: Target07) -> list[Row]:
+    def info(self, t: Target07, ordered: Any = None) -> list[Row]:
         entry: Row = {"kind": _ENTRY_KINDS[t.kind], "path": str(t.path), "format": self.name}
         if t.kind == "logdir":
             entry["cleanShutdown"] = CLEAN_SHUTDOWN in t.root_files

@@ -1,0 +1,246 @@
+"""-j/--jobs: every command that walks partitions prints, byte for byte and in order, what
+-j 1 prints (stdout, stderr, exit code), and a mutating one leaves the same bytes on disk
+and in its quarantine; Ctrl-C and a closed stdout stop every worker; the mechanism
+(commands/parallel.py) keeps order, spills big outputs and raises a worker's error after
+its output."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkalog_cli.commands import parallel
+from kafkalog_cli.errors import CorruptDataError
+from tests.cli.run import run
+from tests.conftest import CORPUS, FIXTURE
+
+NOW = "1700000010000"
+FORMATS = ["text", "json", "jsonl", "csv", "table"]
+# every log dir of the corpus (Kafka 0.7 dirs have their own path: not -j's business yet)
+CORPUS_DIRS = sorted(str(d) for d in CORPUS.iterdir()
+                     if d.is_dir() and any(p.is_dir() for p in d.iterdir())
+                     and not any(p.suffix == ".kafka" for p in d.rglob("*.kafka")))
+
+
+def _generate(out: Path, *args: str) -> Path:
+    r = run("generate", out, "--force", *args)
+    assert r.code == 0, r.err
+    return out
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five partitions, transactions, three codecs, and damage each command reports."""
+    return _generate(tmp_path_factory.mktemp("jobs") / "ld", "--partitions", "5",
+                     "--records", "1500", "--codec", "zstd", "--codec", "none",
+                     "--codec", "gzip", "--transactions", "--keys", "40",
+                     "--segment-bytes", "8192", "--damage", "torn-tail", "--damage",
+                     "bit-flip", "--damage", "missing-index", "--damage", "orphan-index",
+                     "--damage", "swap-leftover")
+
+
+def _same(args: list[str], jobs: int = 3) -> None:
+    one, many = run(*args, "-j", "1"), run(*args, "-j", str(jobs))
+    assert (many.code, many.err, many.out) == (one.code, one.err, one.out), args
+    assert one.out or one.err  # something was compared
+
+
+READ_ONLY = [
+    *(["verify", "--all", "--format", f] for f in FORMATS),
+    *(["dump", "--records", "--print-data", "--format", f] for f in FORMATS),
+    ["dump", "--records", "--format", "jsonl", "--payload", "base64"],
+    *(["info", "--format", f] for f in ("text", "csv")),
+    *(["txn", "--all", "--now", NOW, "--format", f] for f in ("text", "table")),
+    ["index-rebuild", "--dry-run"],
+]
+# on the broker-written corpus too (a few seconds each: one format per command)
+ON_CORPUS = [["verify", "--format", "json"], ["dump"], ["dump", "--records", "--format", "jsonl"],
+             ["info", "--format", "json"], ["txn", "--all", "--now", NOW, "--format", "jsonl"],
+             ["index-rebuild", "--dry-run", "--format", "csv"]]
+
+
+@pytest.mark.parametrize("args", READ_ONLY, ids=[" ".join(a) for a in READ_ONLY])
+def test_read_only_commands_print_what_one_job_prints(args: list[str], damaged: Path) -> None:
+    # the sample and a damaged multi-partition dir, in one run
+    _same([args[0], str(FIXTURE), str(damaged), *args[1:]])
+
+
+@pytest.mark.parametrize("args", ON_CORPUS, ids=[" ".join(a) for a in ON_CORPUS])
+def test_on_the_corpus_too(args: list[str]) -> None:
+    _same([args[0], *CORPUS_DIRS, *args[1:]], jobs=2)
+
+
+def _mutated(tmp: Path, src: Path, args: list[str], jobs: int
+             ) -> tuple[int, bytes, str, dict[str, bytes], list[tuple[str, bytes]]]:
+    """Run on a fresh copy at one fixed path (outputs name it): the result, the log dir's
+    files and the quarantine's (run folder name left out: it is the time)."""
+    ld, q = tmp / "ld", tmp / "q"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, ld, symlinks=True)
+    r = run(args[0], ld, *args[1:], "--quarantine", q, "-j", str(jobs))
+    tree = {str(p.relative_to(ld)): p.read_bytes() for p in sorted(ld.rglob("*"))
+            if p.is_file()}
+    runs = sorted(q.iterdir()) if q.exists() else []
+    assert len(runs) <= 1  # one run folder, as with -j 1
+    quarantined = sorted((str(p.relative_to(runs[0])), p.read_bytes())
+                         for p in runs[0].rglob("*") if p.is_file()
+                         and p.name != "manifest.jsonl") if runs else []
+    return r.code, r.out, r.err, tree, quarantined
+
+
+MUTATING = [
+    ["recover"], ["recover", "--dry-run"], ["recover", "--full", "--force", "--format", "json"],
+    ["index-rebuild"], ["index-rebuild", "--index-interval-bytes", "100"],
+    ["compact", "--all", "--force", "--now", NOW, "--dedupe-buffer-size", "2400",
+     "--format", "csv"],
+    ["compact", "--all", "--force", "--now", NOW, "--dry-run"],
+    ["retain", "--retention-bytes", "20000", "--ignore-high-watermark", "--now", NOW],
+    ["retain", "--retention-bytes", "20000", "--ignore-high-watermark", "--now", NOW,
+     "--dry-run", "--format", "json"],
+]
+
+
+@pytest.mark.parametrize("args", MUTATING, ids=[" ".join(a) for a in MUTATING])
+def test_mutating_commands_leave_what_one_job_leaves(args: list[str], damaged: Path,
+                                                    tmp_path: Path) -> None:
+    src = damaged
+    if args[0] in ("compact", "retain", "index-rebuild"):  # they refuse interrupted ones
+        src = tmp_path / "repaired"
+        shutil.copytree(damaged, src)
+        assert run("recover", src, "--full", "--force", "--no-quarantine").code == 1
+    one = _mutated(tmp_path / "run", src, args, 1)
+    many = _mutated(tmp_path / "run", src, args, 3)
+    assert many == one
+    assert one[1] or one[2]
+
+
+def test_an_error_in_a_worker_is_the_error_of_one_job(damaged: Path, tmp_path: Path) -> None:
+    # compact meets a corrupt zstd batch in demo-1. What was printed, the one error line
+    # and the exit code are -j 1's; later partitions already running in workers are
+    # finished (each crash-safe on its own), so the trees may differ.
+    src = tmp_path / "src"
+    shutil.copytree(damaged, src)
+    assert run("recover", src, "--no-quarantine").code in (1, 4)
+    args = ["compact", "--all", "--force", "--now", NOW]
+    one, many = _mutated(tmp_path / "run", src, args, 1), _mutated(tmp_path / "run", src, args, 3)
+    assert many[:3] == one[:3]
+    assert one[0] == 4 and one[2].startswith("kafkalog: error: ") and one[2].count("\n") == 1
+
+
+def test_recover_on_the_corpus_leaves_what_one_job_leaves(tmp_path: Path) -> None:
+    src = Path(CORPUS_DIRS[0])
+    one = _mutated(tmp_path / "run", src, ["recover", "--full"], 1)
+    assert _mutated(tmp_path / "run", src, ["recover", "--full"], 2) == one
+
+
+def test_jobs_out_of_range_is_one_line_naming_the_option(sample: Path) -> None:
+    for bad in ("0", "1025", "x"):
+        r = run("verify", sample, "-j", bad)
+        assert r.code == 16
+        assert r.err.startswith("kafkalog: error: --jobs: ") and r.err.count("\n") == 1
+        assert "[1, 1024]" in r.err
+
+
+# -- stopping ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Enough that a -j 2 text dump runs a few seconds."""
+    return _generate(tmp_path_factory.mktemp("jobs-big") / "ld", "--partitions", "4",
+                     "--records", "15000", "--codec", "zstd", "--segment-bytes", "1048576")
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids += [int(c) for c in (task / "children").read_text().split()]
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def _start(big: Path, **kw: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "dump", str(big),
+                             "--records", "--print-data", "-j", "2"],
+                            stderr=subprocess.PIPE, **kw)  # type: ignore[call-overload]
+
+
+def _wait_for_workers(p: subprocess.Popen[bytes]) -> list[int]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        kids = _children(p.pid)
+        if len(kids) >= 2:
+            return kids
+        time.sleep(0.02)
+    raise AssertionError("no workers started")
+
+
+def test_ctrl_c_stops_every_worker_and_exits_32(big: Path) -> None:
+    p = _start(big, stdout=subprocess.DEVNULL)
+    kids = _wait_for_workers(p)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 32
+    assert err.decode().endswith("kafkalog: error: interrupted\n")
+    assert not [k for k in kids if _alive(k)]
+
+
+def test_a_closed_stdout_exits_0_and_leaves_no_worker(big: Path) -> None:
+    p = _start(big, stdout=subprocess.PIPE)
+    kids = _wait_for_workers(p)
+    assert p.stdout is not None
+    assert p.stdout.readline().startswith(b"Dumping ")
+    p.stdout.close()  # as `| head -1` does
+    p.wait(timeout=30)
+    assert p.returncode == 0
+    assert p.stderr is not None and p.stderr.read() == b""
+    assert not [k for k in kids if _alive(k)]
+
+
+# -- the mechanism ----------------------------------------------------------------------
+def _noisy(n: int) -> int:
+    """Writes stdout and stderr in turn, a lot of it for some items."""
+    for i in range(n):
+        sys.stdout.write(f"{n}:{i}\n")
+        if i % 1000 == 0:
+            sys.stderr.write(f"note {n}:{i}\n")
+    if n == 7:
+        raise CorruptDataError("bad batch", "/x/00.log", 12)
+    return n * n
+
+
+def test_ordered_keeps_order_spills_and_raises_after_the_output(
+        capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    monkeypatch.setattr(parallel, "SPILL", 1000)  # the forked workers inherit it
+    monkeypatch.setattr(parallel, "_BATCH", 500)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    items = [3000, 5, 0, 2500, 1, 7, 9]
+    want_out = "".join(f"{n}:{i}\n" for n in items[:6] for i in range(n))
+    want_err = "".join(f"note {n}:{i}\n" for n in items[:6] for i in range(0, n, 1000))
+    got = []
+    with pytest.raises(CorruptDataError) as e:
+        for v in parallel.ordered(items, _noisy, 2):
+            got.append(v)
+    out, err = capfd.readouterr()
+    assert got == [n * n for n in items[:5]]
+    assert (out, err) == (want_out, want_err)
+    assert str(e.value) == str(CorruptDataError("bad batch", "/x/00.log", 12))
+    assert os.listdir(tmp_path) == []  # the spill dir is gone
+
+
+def test_one_job_runs_in_this_process() -> None:
+    assert list(parallel.ordered([1, 2, 3], lambda n: (n, os.getpid()), 1)) == \
+        [(n, os.getpid()) for n in (1, 2, 3)]
+    pids = {pid for _, pid in parallel.ordered(list(range(6)), lambda n: (n, os.getpid()), 2)}
+    assert os.getpid() not in pids
