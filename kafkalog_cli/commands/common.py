@@ -3,30 +3,24 @@ checks that come before a command changes anything."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
-from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, open_target
+from kafkalog_cli.storage.formats.current import segment_target
 from kafkalog_cli.storage.maintenance import guard
 
 
 def partitions_of(paths: tuple[str, ...]
                   ) -> list[tuple[Target, list[PartitionDir], set[int] | None]]:
     """Each PATH as (target, its partitions, chosen segment bases or None for all)."""
-    out = []
-    for p in paths:
-        t = open_target(p)
+    out: list[tuple[Target, list[PartitionDir], set[int] | None]] = []
+    for t in map(open_target, paths):
         if t.kind == "file":
-            from kafkalog_cli.storage.disk import naming
-            from kafkalog_cli.storage.disk.logdir import scan_partition
-
-            fn = naming.parse_file_name(t.path.name)
-            if fn.kind is not naming.FileKind.SEGMENT or fn.offset is None or fn.temp:
-                raise UsageError(f"{t.path}: name a segment file, a partition dir or a log dir")
-            out.append((t, [scan_partition(t.path.parent)], {fn.offset}))
+            part, base = segment_target(t)
+            out.append((t, [part], {base}))
         else:
             out.append((t, t.partitions(linked=True), None))
     return out
@@ -51,11 +45,3 @@ def ticked(advance: Callable[[int], None]) -> Callable[[PartitionDir], None]:
     """What advances the progress bar once a partition's work is done (parallel.ordered's
     `done`)."""
     return lambda part: advance(sum(seg.size for seg in part.segments))
-
-
-def ticking(parts: list[PartitionDir], advance: Callable[[int], None]) -> Iterator[PartitionDir]:
-    """Yield each partition, advancing the progress bar once its work is done."""
-    for part in parts:
-        size = sum(seg.size for seg in part.segments)
-        yield part
-        advance(size)
