@@ -253,6 +253,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     _job = (items, work, renderer, spill_dir)
     _TTY[:] = [_isatty(sys.stdout), _isatty(sys.stderr)]
     pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_start_worker)
+    finished = False
     try:
         pending: deque[Any] = deque()
         nxt = 0
@@ -272,11 +273,31 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             yield value
         pool.close()
         pool.join()
+        finished = True
     finally:
-        pool.terminate()  # Ctrl-C, an error, a closed stdout: no worker outlives the run
-        pool.join()
+        if finished:
+            pool.terminate()
+            pool.join()
+        else:  # Ctrl-C, an error, a closed stdout: no worker outlives the run
+            _kill(pool)
         _job = None
         shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _kill(pool: Any) -> None:
+    """Kill the workers and drop the pool's own teardown: Pool.terminate joins its task
+    thread, which blocks forever when a killed worker held the task queue's lock (seen under
+    `| head -1`), and its worker thread forks new workers for killed ones until told to stop;
+    the pool's threads are daemons and die with the process."""
+    from multiprocessing.pool import TERMINATE
+
+    pool._state = pool._worker_handler._state = TERMINATE  # no new workers from here
+    pool._worker_handler.join(timeout=5)
+    for p in pool._pool:
+        p.kill()
+    for p in pool._pool:
+        p.join()
+    pool._terminate.cancel()
 
 
 def mapper(jobs: int) -> Callable[..., Iterator[Any]] | None:
