@@ -237,6 +237,8 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     doc). `renderer`: the command's renderer, which workers' rows reach through the parent;
     `done(item)` is called in the parent once an item's output is out (progress)."""
     jobs = min(jobs, len(items))
+    if os.environ.get("KAFKALOG_CRASH_AT") or os.environ.get("KAFKALOG_FAIL_AT"):
+        jobs = 1  # fault drills count crash points, and die, in one process (drills/faults.py)
     if jobs <= 1:
         for item in items:
             value = work(item)
