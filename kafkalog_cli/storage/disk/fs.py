@@ -45,15 +45,21 @@ def is_remote(path: object) -> bool:
 
 
 class ObjectPath(PosixPath):
-    """A path in an object store. Subclassed once per store (`_store_class`): the subclass
-    holds the pyarrow FileSystem and the URL text before the store's own path."""
+    """A path in an object store. Subclassed once per URL opened (`as_path`): the subclass
+    holds the pyarrow FileSystem and how the URL maps to the store's own path (`key`)."""
 
     store: ClassVar[Any] = None  # pyarrow.fs.FileSystem
-    url_prefix: ClassVar[str] = ""  # "s3://", "hdfs://namenode:8020", …
+    url_root: ClassVar[str] = ""  # the URL as given (no query), e.g. s3://bucket/prefix
+    key_root: ClassVar[str] = ""  # ... as the store names it, e.g. bucket/prefix
     url_query: ClassVar[str] = ""  # "?endpoint_override=…" if the URL had one
 
     def __str__(self) -> str:
-        return self.url_prefix + super().__str__()
+        key, root = self.key, self.key_root
+        if key == root:
+            return self.url_root
+        if key.startswith(root.rstrip("/") + "/"):
+            return self.url_root + key[len(root.rstrip("/")):]
+        return self.url_root[:self.url_root.index("://") + 3] + key.lstrip("/")
 
     def __repr__(self) -> str:
         return f"ObjectPath({str(self)!r})"
@@ -66,7 +72,7 @@ class ObjectPath(PosixPath):
         return type(other) is type(self) and super().__eq__(other)
 
     def __hash__(self) -> int:
-        return hash((self.url_prefix, super().__hash__()))
+        return hash((type(self), super().__hash__()))
 
     @property
     def key(self) -> str:
@@ -158,17 +164,31 @@ def _call(path: ObjectPath, fn: Any) -> Any:
 
 
 # -- opening a URL ----------------------------------------------------------------------
-_STORES: dict[tuple[str, str], type[ObjectPath]] = {}
+# (URL, query) -> (its class, its key), for every URL opened and its ancestors: a Spark task
+# opens many files of one store, each by URL, and FileSystem.from_uri sets up a client
+_KNOWN: dict[tuple[str, str], tuple[type[ObjectPath], str]] = {}
 
 
-def _store_class(prefix: str, query: str, store: Any) -> type[ObjectPath]:
-    key = (prefix, query)
-    cls = _STORES.get(key)
-    if cls is None:
-        cls = type("ObjectPath", (ObjectPath,), {"store": store, "url_prefix": prefix,
-                                                 "url_query": query})
-        _STORES[key] = cls
-    return cls
+def _remember(url: str, key: str, query: str, cls: type[ObjectPath]) -> None:
+    while True:
+        _KNOWN[(url, query)] = (cls, key)
+        up, _, name = url.rpartition("/")
+        kup, _, kname = key.rpartition("/")
+        if name != kname or "://" not in up or up.endswith("/") or not kup:
+            return
+        url, key = up, kup
+
+
+def _known(url: str, query: str) -> ObjectPath | None:
+    rest: list[str] = []
+    while "://" in url and not url.endswith("/"):
+        hit = _KNOWN.get((url, query))
+        if hit is not None:
+            cls, key = hit
+            return cls("/".join([key, *reversed(rest)]))
+        url, _, name = url.rpartition("/")
+        rest.append(name)
+    return None
 
 
 def as_path(path: str | Path) -> Path:
@@ -177,6 +197,12 @@ def as_path(path: str | Path) -> Path:
         return path
     if not _URL.match(path):
         return Path(path)
+    base, _, query = path.partition("?")
+    query = "?" + query if query else ""
+    base = base.rstrip("/") if not base.endswith("://") else base
+    known = _known(base, query)
+    if known is not None:
+        return known
     try:
         pafs = _pafs()
     except ImportError:
@@ -189,12 +215,22 @@ def as_path(path: str | Path) -> Path:
             raise UsageError(f"{path}: unknown URL scheme; kafkalog reads local paths and "
                              f"{', '.join(s + '://' for s in SCHEMES)}") from None
         raise LogDirIOError(describe(path, e)) from None
-    base, _, query = path.partition("?")
-    base = base.rstrip("/") or base
     key = key.rstrip("/") or key
-    prefix = base[:len(base) - len(key)] if key and base.endswith(key) else \
-        base[:base.index("://") + 3]
-    return _store_class(prefix, "?" + query if query else "", store)(key)
+    cls: type[ObjectPath] = type("ObjectPath", (ObjectPath,), {"store": store, "url_root": base,
+                                                            "key_root": key,
+                                                            "url_query": query})
+    _remember(base, key, query, cls)
+    return cls(key)
+
+
+def absolute(path: str) -> str:
+    """os.path.abspath for a local path; a URL as it is."""
+    return path if is_url(path) else os.path.abspath(path)
+
+
+def location(path: Path) -> str:
+    """A path as text that opens it again in another process (a Spark executor)."""
+    return path.url() if isinstance(path, ObjectPath) else str(path)
 
 
 # -- the read path's file operations ----------------------------------------------------
