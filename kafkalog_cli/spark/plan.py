@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import glob
 import heapq
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
