@@ -31,6 +31,11 @@ SAMPLE_COMMANDS = [
     ("txn", "--format", "json"),
     ("find-by-time", "--timestamp", SAMPLE_TS, "--format", "json"),
     ("find-by-time", "--timestamp", "latest", "--format", "json"),
+    # forked workers: each opens its own client (a shared one mixes up pooled connections)
+    ("info", "-j", "4", "--format", "json"),
+    ("dump", "-j", "4", "--format", "jsonl", "--records"),
+    ("verify", "-j", "4", "--format", "json"),
+    ("info", "-j", "1", "--format", "json"),
 ]
 CORPUS_COMMANDS = [
     ("info", "--format", "json"),

@@ -49,6 +49,7 @@ class ObjectPath(PosixPath):
     holds the pyarrow FileSystem and how the URL maps to the store's own path (`key`)."""
 
     store: ClassVar[Any] = None  # pyarrow.fs.FileSystem
+    store_pid: ClassVar[int] = 0  # the process that made it
     url_root: ClassVar[str] = ""  # the URL as given (no query), e.g. s3://bucket/prefix
     key_root: ClassVar[str] = ""  # ... as the store names it, e.g. bucket/prefix
     url_query: ClassVar[str] = ""  # "?endpoint_override=…" if the URL had one
@@ -74,6 +75,16 @@ class ObjectPath(PosixPath):
     def __hash__(self) -> int:
         return hash((type(self), super().__hash__()))
 
+    @classmethod
+    def client(cls) -> Any:
+        """The store's FileSystem. A forked child (-j workers) makes its own: sharing the
+        parent's client would share its pooled HTTP connections, and the processes would
+        read each other's responses."""
+        if cls.store_pid != os.getpid():
+            cls.store = _pafs().FileSystem.from_uri(cls.url_root + cls.url_query)[0]
+            cls.store_pid = os.getpid()
+        return cls.store
+
     @property
     def key(self) -> str:
         """The path as the store's FileSystem names it."""
@@ -84,7 +95,7 @@ class ObjectPath(PosixPath):
         return str(self) + self.url_query
 
     def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
-        info = _call(self, lambda: self.store.get_file_info(self.key))
+        info = _call(self, lambda: self.client().get_file_info(self.key))
         return _stat_result(self, info)
 
     def lstat(self) -> os.stat_result:
@@ -216,9 +227,9 @@ def as_path(path: str | Path) -> Path:
                              f"{', '.join(s + '://' for s in SCHEMES)}") from None
         raise LogDirIOError(describe(path, e)) from None
     key = key.rstrip("/") or key
-    cls: type[ObjectPath] = type("ObjectPath", (ObjectPath,), {"store": store, "url_root": base,
-                                                            "key_root": key,
-                                                            "url_query": query})
+    attrs = {"store": store, "store_pid": os.getpid(), "url_root": base, "key_root": key,
+             "url_query": query}
+    cls: type[ObjectPath] = type("ObjectPath", (ObjectPath,), attrs)
     _remember(base, key, query, cls)
     return cls(key)
 
@@ -267,7 +278,7 @@ def listdir(path: Path) -> list[Any]:
             return sorted(it, key=lambda e: e.name)
     pafs = _pafs()
 
-    infos = _call(path, lambda: path.store.get_file_info(pafs.FileSelector(path.key)))
+    infos = _call(path, lambda: path.client().get_file_info(pafs.FileSelector(path.key)))
     out = [Entry(path / i.base_name, i.base_name, i.type == pafs.FileType.Directory,
                  _stat_result(path, i)) for i in infos]
     return sorted(out, key=lambda e: e.name)
@@ -332,7 +343,7 @@ def open_binary(path: Path) -> Any:
     st = path.stat()  # NotFound as FileNotFoundError; a prefix is not a file
     if stat_mod.S_ISDIR(st.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
-    return RemoteFile(path, _call(path, lambda: path.store.open_input_file(path.key)))
+    return RemoteFile(path, _call(path, lambda: path.client().open_input_file(path.key)))
 
 
 def file_size(f: Any) -> int:
