@@ -35,13 +35,12 @@ SAMPLE_COMMANDS = [
     ("info", "-j", "4", "--format", "json"),
     ("dump", "-j", "4", "--format", "jsonl", "--records"),
     ("verify", "-j", "4", "--format", "json"),
-    ("info", "-j", "1", "--format", "json"),
+    ("verify", "-j", "1", "--format", "json"),
 ]
 CORPUS_COMMANDS = [
     ("info", "--format", "json"),
     ("verify", "--format", "json"),
     ("dump", "--format", "jsonl", "--print-data"),
-    ("txn", "--format", "json"),
 ]
 
 
