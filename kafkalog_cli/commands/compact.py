@@ -42,7 +42,7 @@ MAX_ROUNDS = 1000
                "work or a partition was skipped (its topic name breaks Kafka's rule), 8 "
                "operational error (e.g. the log dir lock is held), 16 usage error."
                + options.NO_LINKS)
-@options.paths_argument
+@options.local_paths_argument
 @click.option("--topic", "topics", multiple=True, type=options.TopicName(),
               shell_complete=options.complete_topic,
               help="In a log dir, compact these topics (repeatable). The tool cannot know a "
@@ -73,7 +73,8 @@ MAX_ROUNDS = 1000
 @click.option("--max-rounds", type=options.Int32(min=1), default=MAX_ROUNDS, show_default=True)
 @click.option("--dry-run", is_flag=True,
               help="Report dirty ratio and what would go; change nothing.")
-@click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--quarantine", "quarantine_dir",
+              type=options.LocalPath(file_okay=False, path_type=Path))
 @click.option("--no-quarantine", is_flag=True, help="Delete replaced segments outright.")
 @options.format_option()
 @options.jobs_option

@@ -16,7 +16,7 @@ from kafkalog_cli.storage.formats import formats
 
 
 @click.command("generate")
-@click.argument("out", type=click.Path(path_type=Path))
+@click.argument("out", type=options.LocalPath(path_type=Path))
 @click.option("--preset", type=click.Choice(sorted(PRESETS)), help="A named recipe (fixtures).")
 @click.option("--topic", "topics", multiple=True, type=options.TopicName(), default=["demo"],
               show_default=True)

@@ -41,7 +41,7 @@ def _text(row: dict[str, Any]) -> str:
                "valid prefix; run `kafkalog recover`), "
                "8 operational error (e.g. the log dir lock is held), 16 usage error."
                + options.NO_LINKS)
-@options.paths_argument
+@options.local_paths_argument
 @click.option("--index-interval-bytes", type=options.CONFIGS["index.interval.bytes"],
               default=DEFAULT_INDEX_INTERVAL, show_default=True,
               help="The topic's index.interval.bytes.")

@@ -84,8 +84,8 @@ def _undo_finish(stage: Path, out: Path) -> None:
                "(nothing is written; run `kafkalog recover` first), 8 operational error "
                "(e.g. OUT's staging folder is a symlink, or OUT a symlink to nothing: refused "
                "before anything is written), 16 usage error.")
-@click.argument("source", type=click.Path(path_type=Path))
-@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("source", type=options.LocalPath(path_type=Path))
+@click.argument("out", type=options.LocalPath(file_okay=False, path_type=Path))
 @click.option("--start-offset", type=options.Int64(min=0), default=0, show_default=True,
               help="Offset of the first migrated message.")
 @click.option("--topic", type=options.TopicName(),

@@ -28,6 +28,7 @@ from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkalog_cli.codec.layout import INT_RANGES
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.render import FORMATS, PAYLOADS
+from kafkalog_cli.storage.disk.fs import is_url
 from kafkalog_cli.storage.disk.naming import topic_name_error
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -354,8 +355,28 @@ def max_decompressed_option(f: F) -> F:
 
 
 def paths_argument(f: F) -> F:
+    """PATHs to read: local paths, or URLs into object storage (s3://…, storage/disk/fs.py)."""
     return click.argument("paths", nargs=-1, required=True, shell_complete=complete_paths,
                           type=click.Path(exists=False, path_type=str))(f)
+
+
+class LocalPath(click.Path):
+    """A path on this machine, for what a command changes: a URL is refused (exit 16), as
+    repair happens on a broker's own disk, never in object storage."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and is_url(value):
+            self.fail(f"{value}: object storage is read-only to kafkalog (repair happens on a "
+                      "broker's own disk); copy the log dir to a local disk to change it",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def local_paths_argument(f: F) -> F:
+    """PATHs a command changes: local only."""
+    return click.argument("paths", nargs=-1, required=True, shell_complete=complete_paths,
+                          type=LocalPath(exists=False, path_type=str))(f)
 
 
 # -- shell completion (click's `_KAFKALOG_COMPLETE=bash_source|zsh_source|fish_source`) ------

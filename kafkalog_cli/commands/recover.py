@@ -53,13 +53,14 @@ def _text(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
 @click.command("recover", epilog="Exit codes (fsck): 0 nothing to do, 1 repaired, 4 problems "
                "left (verify would still report errors), or --dry-run found work, "
                "8 operational error (e.g. lock held), 16 usage." + options.NO_LINKS)
-@options.paths_argument
+@options.local_paths_argument
 @click.option("--full", is_flag=True,
               help="Validate every segment, not just from the recovery point.")
 @click.option("--force", is_flag=True,
               help="Also truncate where valid data follows the damage (as a broker would).")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
-@click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--quarantine", "quarantine_dir",
+              type=options.LocalPath(file_okay=False, path_type=Path),
               help="Where removed files and cut bytes go (default: "
                    "<log dir>/../.kafkalog-quarantine/<log dir name>/<UTC time>/).")
 @click.option("--no-quarantine", is_flag=True, help="Delete instead of quarantining.")

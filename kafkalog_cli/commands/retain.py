@@ -69,7 +69,7 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
                "8 operational error (e.g. the log dir lock is held), 16 usage error. Silent "
                "unless something happened; --format json always prints a summary."
                + options.NO_LINKS)
-@options.paths_argument
+@options.local_paths_argument
 @click.option("--retention-ms", type=options.CONFIGS["retention.ms"], default=-1,
               show_default=True,
               help="retention.ms (-1: no time retention).")
@@ -93,7 +93,8 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
               help="Segments whose largest timestamp is more than this far in the future use "
                    "their file mtime instead (a known reason time retention stalls).")
 @click.option("--dry-run", is_flag=True, help="Say what would be deleted; change nothing.")
-@click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--quarantine", "quarantine_dir",
+              type=options.LocalPath(file_okay=False, path_type=Path))
 @click.option("--no-quarantine", is_flag=True,
               help="Really delete (frees the space; by default deleted segments are moved to "
                    "the quarantine folder).")

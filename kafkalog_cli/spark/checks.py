@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -18,6 +17,7 @@ from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkalog_cli.spark.plan import CheckGroup
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_partition
 from kafkalog_cli.storage.checks.findings import Findings
+from kafkalog_cli.storage.disk import fs
 from kafkalog_cli.storage.disk.logdir import parent_log_dir, scan_partition
 
 STAT_FIELDS = ("partitions", "segments", "batches", "records", "bytes")
@@ -29,7 +29,7 @@ def read_checks(group: CheckGroup, schema: pa.Schema, *, shallow: bool,
     opts = CheckOptions(shallow=shallow,
                         max_decompressed=max_decompressed or DEFAULT_MAX_DECOMPRESSED)
     for path in group.partition_dirs:
-        part = scan_partition(Path(path), parent_log_dir(Path(path)))
+        part = scan_partition(fs.as_path(path), parent_log_dir(fs.as_path(path)))
         f, stats = Findings(), Stats()
         leo = check_partition(part, f, opts, stats)
         counters = asdict(stats)

@@ -13,13 +13,13 @@ verify on Spark gives the same findings, in the same order, as the local engine:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_log_dir_files
 from kafkalog_cli.storage.checks.findings import Finding, Findings
+from kafkalog_cli.storage.disk import fs
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target
 
 EXPORT_FORMATS = ("parquet", "json", "csv")
@@ -59,7 +59,7 @@ def export(spark: Any, paths: Sequence[str], fmt: str, out: str, options: Mappin
            *, payload: str = "base64", overwrite: bool = False,
            partition_by: Sequence[str] = ()) -> None:
     # absolute here: the data source plans on the cluster's driver (a Connect server's cwd)
-    df = load(spark, [os.path.abspath(p) for p in paths], options)
+    df = load(spark, [fs.absolute(p) for p in paths], options)
     if fmt == "parquet":  # plain INT64 microseconds, not the deprecated INT96 Spark defaults to
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     if fmt in ("json", "csv"):
@@ -105,8 +105,8 @@ def run_checks(spark: Any, parts: list[PartitionDir], opts: CheckOptions,
     """
     if not parts:
         return []
-    given = [str(p.path) for p in parts]
-    paths = [os.path.abspath(g) for g in given] if absolute else given
+    given = [fs.location(p.path) for p in parts]
+    paths = [fs.absolute(g) for g in given] if absolute else given
     groups = min(len(paths), _parallelism(spark) * 2)
     t = load(spark, paths, {"mode": "check", "shallow": str(opts.shallow).lower(),
                             "maxDecompressedBytes": str(opts.max_decompressed),

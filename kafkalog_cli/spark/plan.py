@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import glob
 import heapq
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.errors import CorruptDataError, UsageError
+from kafkalog_cli.errors import CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.spark.options import EARLIEST, LATEST, ReadOptions
-from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.logdir import PartitionDir, open_target, scan_partition
 from kafkalog_cli.storage.disk.reader import seek_position, segments_in_range
 from kafkalog_cli.storage.disk.segment import Segment
@@ -83,17 +82,19 @@ class Plan:
 
 def _file_size(path: str) -> int:
     try:
-        return os.stat(path).st_size
-    except OSError:
+        return fs.size(fs.as_path(path))
+    except (OSError, KafkalogError):
         return 0
 
 
 def expand_paths(paths: Iterable[str], absolute: bool = True) -> list[str]:
     """Each path, or every match of a glob; a pattern that matches nothing fails."""
     out: list[str] = []
-    fix = os.path.abspath if absolute else str
+    fix = fs.absolute if absolute else str
     for p in paths:
-        if glob.has_magic(p):
+        if fs.is_url(p):  # every executor opens the URL itself (no glob over a store)
+            out.append(p)
+        elif glob.has_magic(p):
             hits = sorted(glob.glob(p))
             if not hits:
                 raise UsageError(f"{p}: the pattern matches nothing")
@@ -209,7 +210,7 @@ def _partition_splits(part: PartitionDir, opts: ReadOptions,
             continue
         mine = tuple(a for a in aborted if a[2] >= seg.base_offset and
                      (nxt is None or a[1] < nxt))
-        yield Split(topic, partition, str(seg.log_path), seg.base_offset, pos, None,
+        yield Split(topic, partition, fs.location(seg.log_path), seg.base_offset, pos, None,
                     lo if lo > seg.base_offset else None, hi, pruning.min_timestamp_ms, mine)
 
 
@@ -251,7 +252,7 @@ def split_for(splits: list[Split], min_partitions: int) -> list[Split]:
 
 def cut(s: Split, parts: int) -> list[Split]:
     """Split `s` into up to `parts` pieces at offset-index positions inside it."""
-    seg = Segment(Path(s.log_path).parent, s.base_offset, has_log=True, has_index=True)
+    seg = Segment(fs.as_path(s.log_path).parent, s.base_offset, has_log=True, has_index=True)
     try:
         idx = seg.offset_index()
     except OSError:
@@ -301,7 +302,7 @@ def plan_checks(opts: ReadOptions) -> list[CheckGroup]:
     sizes = [sum(s.size for s in p.segments) for p in parts]
     groups = opts.min_partitions or -(-sum(sizes) // CHECK_GROUP_BYTES)
     return [CheckGroup(tuple(g)) for g in balanced(
-        [str(p.path) for p in parts], sizes, max(1, min(groups, len(parts))))]
+        [fs.location(p.path) for p in parts], sizes, max(1, min(groups, len(parts))))]
 
 
 def balanced(items: list[str], sizes: list[int], groups: int) -> list[list[str]]:

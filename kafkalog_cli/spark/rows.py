@@ -23,7 +23,6 @@ import os
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 from operator import attrgetter
-from pathlib import Path
 
 import pyarrow as pa
 
@@ -33,6 +32,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptBatch, CorruptDataError
 from kafkalog_cli.spark.plan import Split
+from kafkalog_cli.storage.disk import fs
 from kafkalog_cli.storage.disk.segment import iter_batches
 
 TAIL_DAMAGE = ("torn-tail", "zero-tail", "garbage-tail")
@@ -67,7 +67,7 @@ def _batches(split: Split, fail: bool) -> Iterator[tuple[int, Batch]]:
         if fail:
             raise _fail(split, d.position, f"{d.reason} [{d.code}]")
 
-    yield from iter_batches(Path(split.log_path), split.start, split.end, on_damage,
+    yield from iter_batches(fs.as_path(split.log_path), split.start, split.end, on_damage,
                             resync=not fail)
 
 
@@ -345,7 +345,7 @@ def read_batches(split: Split, schema: pa.Schema, *,
         return pa.RecordBatch.from_arrays([pa.array(list(c), f.type) for c, f in
                                            zip(cols, schema, strict=True)], schema=schema)
 
-    for pos, b in iter_batches(Path(split.log_path), split.start, split.end, on_damage,
+    for pos, b in iter_batches(fs.as_path(split.log_path), split.start, split.end, on_damage,
                                resync=True):
         rows.extend(_damage_row(split, d) for d in damages)
         damages.clear()

@@ -38,7 +38,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory, s3: Any) -> Iterator[Any]:
+    # s3 first: the JVM and the Python workers it starts inherit the store's AWS_* variables
+    # (test_s3_spark.py), as they would from an operator's shell
     pytest.importorskip("pyspark")
     pytest.importorskip("pyarrow")
     from kafkalog_cli.spark.session import Session

@@ -15,7 +15,7 @@ from typing import Any
 
 # in the order they run; the session-scoped local SparkSession and the module-scoped
 # Spark Connect server both live on the worker that runs these
-SPARK_MODULES = ("test_spark.py", "test_connect.py", "test_standalone.py")
+SPARK_MODULES = ("test_spark.py", "test_s3_spark.py", "test_connect.py", "test_standalone.py")
 SPARK_NODEIDS = tuple(f"tests/spark/{m}" for m in SPARK_MODULES)
 
 

@@ -26,6 +26,7 @@ import pytest
 
 from tests.cli.run import Result
 from tests.conftest import FIXTURE
+from tests.s3.server import S3Server
 from tests.spark.jvms import damaged_copy, start_listening, stop_group, tail, wait_until
 from tests.spark.test_spark import arrow_records, dump_records
 
@@ -64,7 +65,8 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[Cluster]:
+    # s3 first: the worker, and so its executors, get the store's AWS_* variables from env
     from pyspark.find_spark_home import _find_spark_home
 
     home = Path(_find_spark_home())
@@ -200,3 +202,25 @@ def test_verify_equals_local_verify_clean_and_damaged(cluster: Cluster, damaged:
         assert (remote.code, orjson.loads(remote.out)) == (code, orjson.loads(local.out)), \
             remote.err
     assert any(f["code"] == "LOG_CRC_MISMATCH" for f in orjson.loads(local.out)["findings"])
+
+
+def test_export_from_s3_equals_dump_with_no_local_copy(cluster: Cluster, s3: S3Server,
+                                                      tmp_path: Path) -> None:
+    """Executors in the worker's JVM open the objects themselves: the data exists only on S3
+    (its local copy is removed after the upload)."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    d = tmp_path / "upload" / "sample"
+    shutil.copytree(FIXTURE, d)
+    url = s3.upload(d, "standalone-only/sample")
+    shutil.rmtree(tmp_path / "upload")
+    r = kafkalog("export", url, "--to", "parquet", tmp_path / "pq", "--master", cluster.url,
+                 "-o", "minPartitions=3", SPARK_CONF_DIR=str(cluster.conf_dir))
+    assert (r.code, r.out) == (0, b""), r.err
+    rows = arrow_records(pq.read_table(tmp_path / "pq"))
+    assert all(row[14].startswith(url + "/") for row in rows)
+    local = sorted(((*row[:14], row[14].replace(url, str(FIXTURE)), *row[15:]) for row in rows),
+                   key=lambda row: (row[14], row[15], row[4]))
+    assert local == dump_records(FIXTURE)

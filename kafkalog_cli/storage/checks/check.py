@@ -24,7 +24,7 @@ from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.checks.batch_rules import first_offset, header_faults, record_faults
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Findings
-from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir, RemoteIndexCache
@@ -220,7 +220,7 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
                    time_index: TimeIndex | None = None,
                    fix_log: str = "", fix_index: str = "") -> SegmentSummary:
     """One streaming pass over a `.log` (or KRaft `.checkpoint`) file."""
-    if opts.shallow and _fastscan is not None:
+    if opts.shallow and _fastscan is not None and not fs.is_remote(path):  # it reads an fd
         # None unless this pass would add no finding; then it gives the same values
         fast = _fastscan.scan_clean(path, base, prev_last,
                                     offset_index.entries if offset_index else None,

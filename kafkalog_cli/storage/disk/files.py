@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kafkalog_cli.errors import LogDirIOError
-from kafkalog_cli.storage.disk import safety
+from kafkalog_cli.storage.disk import fs, safety
 
 
 def fsync_dir(path: Path) -> None:
@@ -50,6 +50,8 @@ def atomic_write(path: Path, data: bytes | BinaryIO, *, root: Path,
 def read_regular(path: Path) -> bytes:
     """A small file's bytes. FileNotFoundError when it is absent; LogDirIOError when it is a
     FIFO, socket or device (opened without blocking: reading one could wait for ever)."""
+    if fs.is_remote(path):
+        return path.read_bytes()
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):

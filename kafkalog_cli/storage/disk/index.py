@@ -9,7 +9,6 @@ relative offset is 0 (codec/index_entry.py): finding them reads no further than 
 
 from __future__ import annotations
 
-import os
 import struct
 import weakref
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Self
 
 from kafkalog_cli.codec import index_entry as ie
+from kafkalog_cli.storage.disk import fs
 
 BLOCK_ENTRIES = 4096  # entries read at a time
 
@@ -28,10 +28,10 @@ class _EntryFile:
     def __init__(self, path: Path, entry: struct.Struct) -> None:
         self.path = path
         self.entry = entry
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        self._fd = fd
-        weakref.finalize(self, os.close, fd)
-        self.size = os.fstat(fd).st_size
+        ranges = fs.open_ranges(path)  # a descriptor locally, ranged reads for a URL
+        self._ranges = ranges
+        weakref.finalize(self, ranges.close)
+        self.size = ranges.size
         self.slots = self.size // entry.size
         self._block_no = -1
         self._block = b""
@@ -42,7 +42,7 @@ class _EntryFile:
             first = n * BLOCK_ENTRIES
             want = max(0, min(BLOCK_ENTRIES, self.slots - first)) * self.entry.size
             try:
-                data = os.pread(self._fd, want, first * self.entry.size)
+                data = self._ranges.pread(want, first * self.entry.size)
             except OSError as e:
                 raise OSError(e.errno, e.strerror, str(self.path)) from None
             if len(data) < want:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kafkalog_cli.codec.checkpoint import parse_offsets
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
-from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.files import read_regular
 from kafkalog_cli.storage.disk.naming import FileKind, FileName, PartitionName
 from kafkalog_cli.storage.disk.segment import Segment
@@ -122,8 +122,7 @@ class LogDir:
 
 def listdir(path: Path) -> list[os.DirEntry[str]]:
     try:
-        with os.scandir(path) as it:
-            return sorted(it, key=lambda e: e.name)
+        return fs.listdir(path)
     except OSError as e:
         raise LogDirIOError(f"{path}: cannot list directory: {e.strerror}") from None
 
@@ -191,13 +190,13 @@ def _looks_like_log_dir(path: Path, entries: list[os.DirEntry[str]]) -> bool:
     if names & set(naming.ROOT_FILES):
         return True
     return any(e.is_dir(follow_symlinks=False) and naming.parse_partition_dir(e.name)
-               and _holds_segments(Path(e.path)) for e in entries)
+               and _holds_segments(path / e.name) for e in entries)
 
 
 def _holds_segments(path: Path) -> bool:
     try:
-        with os.scandir(path) as it:
-            return any(naming.parse_file_name(e.name).kind is FileKind.SEGMENT for e in it)
+        return any(naming.parse_file_name(e.name).kind is FileKind.SEGMENT
+                   for e in fs.listdir(path))
     except OSError:
         return False
 
@@ -221,16 +220,16 @@ def scan_log_dir(path: Path) -> LogDir:
     for entry in listdir(path):
         if entry.is_dir(follow_symlinks=False):
             if entry.name == naming.REMOTE_INDEX_CACHE:
-                ld.remote_index_cache = scan_remote_index_cache(Path(entry.path))
+                ld.remote_index_cache = scan_remote_index_cache(path / entry.name)
                 continue
             if naming.parse_partition_dir(entry.name) is None:
                 ld.bad_dirs.append(entry.name)
                 continue
-            ld.partitions.append(scan_partition(Path(entry.path), ld))
+            ld.partitions.append(scan_partition(path / entry.name, ld))
         elif not entry.is_file() and _special(entry):  # never read: it could block
             ld.unknown.append(entry.name)
         elif entry.is_symlink() and (name := naming.parse_partition_dir(entry.name)):
-            ld.linked.append(PartitionDir(Path(entry.path), name, log_dir=ld))
+            ld.linked.append(PartitionDir(path / entry.name, name, log_dir=ld))
             ld.unknown.append(entry.name)
         elif entry.name in naming.ROOT_FILES or entry.name.endswith(".tmp") or \
                 entry.name == "bootstrap.checkpoint":
@@ -267,8 +266,10 @@ class Target:
 def require_exists(path: str | Path) -> None:
     """A PATH that does not exist is operational, as fsck(8) treats what it cannot open (8);
     one that exists but holds no Kafka data is a usage error (16)."""
-    p = Path(path)
+    p = fs.as_path(path)
     if not p.exists():
+        if fs.is_remote(p):
+            raise LogDirIOError(f"{p}: no such bucket, object or prefix")
         dangling = " (a symlink to nothing)" if p.is_symlink() else ""
         raise LogDirIOError(f"{p}: no such file or directory{dangling}")
 
@@ -281,7 +282,8 @@ def parent_log_dir(pdir: Path) -> LogDir | None:
 
 
 def open_target(path: str | Path) -> Target:
-    p = Path(path)
+    """`path` may be a URL (s3://…, fs.py): the same scan, by listing prefixes."""
+    p = fs.as_path(path)
     require_exists(p)
     if p.is_file():
         return Target(p, "file")
@@ -297,7 +299,7 @@ def open_target(path: str | Path) -> Target:
     found: list[LogDir] = []
     for e in entries:
         if e.is_dir(follow_symlinks=False):
-            sub = Path(e.path)
+            sub = p / e.name
             sub_entries = listdir(sub)
             if _looks_like_log_dir(sub, sub_entries):
                 found.append(scan_log_dir(sub))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,16 +10,17 @@ from pathlib import Path
 from kafkalog_cli.codec.entry import Batch, decode_entry
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptBatch, LogDirIOError
-from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.disk.scan import EntryScanner
 
 DamageSink = Callable[[Damage], None]
 
 
-def open_readable(path: Path) -> io.FileIO:
+def open_readable(path: Path) -> io.RawIOBase:
+    """Unbuffered: a local file, or an object opened for ranged reads (fs.py)."""
     try:
-        return open(path, "rb", buffering=0)
+        return fs.open_binary(path)  # type: ignore[no-any-return]
     except OSError as e:
         raise LogDirIOError(f"{path}: cannot open: {e.strerror}") from None
 
@@ -35,7 +35,8 @@ def iter_batches(path: Path, start: int = 0, end: int | None = None,
     """
     with open_readable(path) as f:
         kw = {} if max_entry is None else {"max_entry": max_entry}
-        scanner = EntryScanner(f, start, end, resync=resync, **kw)
+        scanner = EntryScanner(f, start, fs.file_size(f) if end is None else end,
+                               resync=resync, **kw)
 
         def report() -> None:  # and forget: damage every few bytes must not pile up
             if on_damage:
@@ -80,7 +81,7 @@ class Segment:
     @property
     def size(self) -> int:
         try:
-            return os.stat(self.log_path).st_size
+            return fs.size(self.log_path)
         except OSError:
             return 0
 

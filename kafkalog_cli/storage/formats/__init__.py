@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.errors import UsageError
+from kafkalog_cli.storage.disk import fs
 from kafkalog_cli.storage.maintenance.writer import LogConfig
 
 Row = dict[str, Any]
@@ -109,9 +110,13 @@ def formats() -> tuple[LogFormat, ...]:
 
 
 def open_target(path: str | Path) -> Any:
-    """What PATH names, with its `format`."""
+    """What PATH names, with its `format`. A URL (storage/disk/fs.py) holds current-format
+    data only: Kafka 0.7 archives are read from local disk."""
+    p = fs.as_path(path)
     for fmt in formats():
-        t = fmt.find(Path(path))
+        if fs.is_remote(p) and fmt.name != "current":
+            continue
+        t = fmt.find(p)
         if t is not None:
             return t
     raise AssertionError("the current format claims every path")  # pragma: no cover

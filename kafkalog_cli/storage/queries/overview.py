@@ -9,7 +9,7 @@ from typing import Any
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir
 
 
@@ -52,6 +52,8 @@ def lock_state(ld: LogDir) -> str:
     p = ld.path / naming.LOCK
     if not p.exists():
         return "absent"
+    if fs.is_remote(p):  # no process holds a lock on an object (no broker runs there)
+        return "free"
     try:
         fd = os.open(p, os.O_RDWR)
     except OSError:

@@ -18,13 +18,12 @@ latest no timestamp, and the epoch the leader-epoch cache holds for that offset.
 from __future__ import annotations
 
 import bisect
-import os
 from dataclasses import dataclass
 
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs
 from kafkalog_cli.errors import CorruptDataError, locating
-from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.files import read_regular
 from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.reader import seek_position
@@ -69,15 +68,15 @@ def largest_timestamp(seg: Segment) -> int:
     if seg.has_timeindex:
         p = seg.path(naming.TIMEINDEX)
         try:
-            fd = os.open(p, os.O_RDONLY)
+            f = fs.open_ranges(p)
             try:
-                size = os.fstat(fd).st_size
+                size = f.size
                 # the last entry of a trimmed index; an untrimmed one needs the full read
-                last = os.pread(fd, ie.TIME_ENTRY.size,
-                                size - size % ie.TIME_ENTRY.size - ie.TIME_ENTRY.size) \
+                last = f.pread(ie.TIME_ENTRY.size,
+                               size - size % ie.TIME_ENTRY.size - ie.TIME_ENTRY.size) \
                     if size >= ie.TIME_ENTRY.size else b""
             finally:
-                os.close(fd)
+                f.close()
             if len(last) == ie.TIME_ENTRY.size:
                 ts, rel = ie.TIME_ENTRY.unpack(last)
                 if rel != 0 or size == ie.TIME_ENTRY.size:
