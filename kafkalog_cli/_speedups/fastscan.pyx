@@ -21,13 +21,17 @@ when the CPU and OS support it, else the `crc32c` package (called per buffer pie
 """
 
 from cpython.buffer cimport PyBUF_READ
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int32_t, int64_t, uint32_t
+
+from kafkalog_cli._speedups.fastcodec cimport kl_records_clean
 
 import os as _os
 
 from crc32c import crc32c as _pkg_crc32c
 
+from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED, decompress as _decompress
 from kafkalog_cli.codec.layout import INT32_MAX as _INT32_MAX
 from kafkalog_cli.storage.disk.scan import DEFAULT_CHUNK, DEFAULT_MAX_ENTRY
 
@@ -511,6 +515,13 @@ cdef struct Scan:
     int64_t rbase
     int64_t rend
     bint crc_failed
+    # deep (records too): the straddling batch's copy, the records-section limit, and a
+    # one-slot list where a BaseException from the deep check waits for scan_clean to raise
+    bint deep
+    int64_t max_decompressed
+    unsigned char *scratch
+    int64_t scratch_cap
+    void *pending
     # output
     int64_t batches
     int64_t nbytes
@@ -518,6 +529,7 @@ cdef struct Scan:
     int64_t last_offset
     int64_t max_timestamp
     int64_t valid_end
+    int64_t records
     Py_ssize_t ep_n
     Py_ssize_t ep_cap
     int64_t *ep_epoch
@@ -590,6 +602,94 @@ cdef Status _add_epoch(Scan *S, int64_t epoch, int64_t offset) noexcept nogil:
     return CLEAN
 
 
+cdef object _records_section(Scan *S, const unsigned char *b, int64_t total, int codec):
+    """RecordBatch.records_section's bytes for a count > 0 batch (compressed: inflated), as a
+    bytes object, or None where it would raise (records_faults then reports it)."""
+    cdef object body = PyMemoryView_FromMemory(<char *>b + V2_HEADER_SIZE,
+                                               <Py_ssize_t>(total - V2_HEADER_SIZE), PyBUF_READ)
+    try:
+        return _decompress(codec, body, max_size=S.max_decompressed)
+    except Exception:  # CorruptBatch, DecompressionLimit, a codec's own error: not clean
+        return None
+
+
+cdef Status _deep_batch(Scan *S, const unsigned char *b, int64_t total, int64_t base_offset,
+                        int64_t b_last):
+    """batch_rules.record_faults(b) of a CRC-checked v2 batch at b: CLEAN (and S.records
+    counted) when it finds nothing, else UNSURE."""
+    cdef int attributes = (b[21] << 8) | b[22]
+    cdef int codec = attributes & 7
+    cdef int32_t count = kl_be32s(b + 57)
+    cdef int64_t first = 0, last = 0, n
+    cdef const unsigned char *p
+    cdef object section = None
+    if count == 0:
+        return CLEAN  # records_section: no records, whatever the bytes
+    if count < 0 or codec > 4:
+        return UNSURE
+    if codec == 0:
+        p = b + V2_HEADER_SIZE
+        n = total - V2_HEADER_SIZE
+    else:
+        section = _records_section(S, b, total, codec)
+        if section is None:
+            return UNSURE
+        p = <const unsigned char *>PyBytes_AS_STRING(section)
+        n = PyBytes_GET_SIZE(section)
+    if count > n:  # every record takes at least one byte
+        return UNSURE
+    if not kl_records_clean(p, n, count, base_offset, kl_be64(b + 27),
+                            (attributes & 8) == 0, &first, &last):
+        return UNSURE
+    if first < base_offset or last > b_last:  # LOG_RECORD_OFFSET_RANGE
+        return UNSURE
+    if attributes & 0x20 and not _control_clean(S, b, total):  # LOG_CONTROL_INVALID
+        return UNSURE
+    S.records += count
+    return CLEAN
+
+
+cdef bint _control_clean(Scan *S, const unsigned char *b, int64_t total):
+    """Every record of a control batch parses as a control record (rare batches: the codec's
+    own objects do it)."""
+    from kafkalog_cli.codec.batch_v2 import RecordBatch
+    from kafkalog_cli.codec.control import parse_control
+    try:
+        for r in RecordBatch(PyBytes_FromStringAndSize(<const char *>b, total)).records(
+                S.max_decompressed):
+            parse_control(r.key, r.value)
+    except Exception:
+        return False
+    return True
+
+
+cdef Status _deep_batch_gil(Scan *S, const unsigned char *b, int64_t total, int64_t base_offset,
+                            int64_t b_last) noexcept nogil:
+    """_deep_batch from the nogil scan; a BaseException (KeyboardInterrupt while inflating)
+    waits in S.pending and stops the scan."""
+    cdef Status st
+    with gil:
+        try:
+            st = _deep_batch(S, b, total, base_offset, b_last)
+        except BaseException as e:
+            (<list>S.pending)[0] = e
+            st = INTERRUPTED
+    return st
+
+
+cdef bint _scratch(Scan *S, int64_t n) noexcept nogil:
+    """S.scratch holds at least n bytes (a straddling batch, for the deep check)."""
+    cdef unsigned char *m
+    if S.scratch_cap >= n:
+        return True
+    m = <unsigned char *>realloc(S.scratch, <size_t>n)
+    if m == NULL:
+        return False
+    S.scratch = m
+    S.scratch_cap = n
+    return True
+
+
 cdef Status _scan(Scan *S) noexcept nogil:
     """The pass of check_log_file (shallow) over a segment, stopping at the first doubt."""
     cdef int64_t pos = 0, left, total, p, e, q
@@ -597,6 +697,7 @@ cdef Status _scan(Scan *S) noexcept nogil:
     cdef int32_t size, lod, ple
     cdef uint32_t stored, c
     cdef const unsigned char *h
+    cdef const unsigned char *whole          # the whole batch, contiguous (deep only)
     cdef Status st
     cdef bint first = True
     cdef bint has_last = S.has_prev          # check_log_file's `last`
@@ -653,7 +754,20 @@ cdef Status _scan(Scan *S) noexcept nogil:
         c = 0xFFFFFFFFu
         p = pos + 21
         e = pos + total
-        while True:
+        whole = S.data + (pos - S.rbase)
+        if S.deep and e > S.rend:  # the records need the batch in one piece: read it whole
+            if not _scratch(S, total):
+                return NO_MEMORY
+            if kl_pread_full(S.fd, S.scratch, total, pos) != total:
+                return IO_ERROR
+            whole = S.scratch
+            c = _crc(S, c, whole + 21, <size_t>(total - 21))
+            while S.rend < e:  # on to the chunk where the next batch starts
+                st = _fill(S, S.rend)
+                if st != CLEAN:
+                    return st
+            p = e
+        while p < e:
             q = e if e < S.rend else S.rend
             if q > p:
                 c = _crc(S, c, S.data + (p - S.rbase), <size_t>(q - p))
@@ -667,6 +781,10 @@ cdef Status _scan(Scan *S) noexcept nogil:
             return UNSURE
         if (c ^ 0xFFFFFFFFu) != stored:  # LOG_CRC_MISMATCH
             return UNSURE
+        if S.deep:  # batch_rules.record_faults
+            st = _deep_batch_gil(S, whole, total, base_offset, b_last)
+            if st != CLEAN:
+                return st
 
         # -- what the pure pass records --
         S.batches += 1
@@ -800,18 +918,27 @@ cdef int _pairs(object entries, Py_ssize_t *n, int64_t **a, int64_t **b) except 
 
 
 def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=None, *,
-               Py_ssize_t chunk=DEFAULT_CHUNK, max_entry=DEFAULT_MAX_ENTRY, bint threads=True):
-    """Check one `.log` file as `check_log_file(..., CheckOptions(shallow=True), ...)` does.
+               Py_ssize_t chunk=DEFAULT_CHUNK, max_entry=DEFAULT_MAX_ENTRY, threads=None,
+               bint deep=False, max_decompressed=DEFAULT_MAX_DECOMPRESSED):
+    """Check one `.log` file as `check_log_file(..., CheckOptions(shallow=not deep,
+    max_decompressed=max_decompressed), ...)` does.
 
     `offset_entries` / `time_entries` are `OffsetIndex.entries` / `TimeIndex.entries` (None
     when there is no such index). Returns None unless the pure pass would add no finding;
-    then a tuple (first_offset, last_offset, max_timestamp, valid_end, epochs, batches, bytes):
+    then a tuple (first_offset, last_offset, max_timestamp, valid_end, epochs, batches, bytes,
+    records):
     the SegmentSummary fields (magics is {2} when batches > 0, else empty; damaged is False)
-    and the Stats increments. I/O errors also give None (the pure path reports them).
+    and the Stats increments (records: 0 unless deep). I/O errors also give None (the pure path
+    reports them).
+
+    `deep` adds batch_rules.record_faults: every records section is inflated (through
+    codec.compression, as the pure path) and parsed in C (fastcodec.kl_records_clean), a batch
+    that straddles two chunks is read whole into a scratch buffer (at most max_entry bytes, as
+    the pure scanner's). Control batches are checked with the codec's own objects.
 
     Files of more than two chunks are read with the help of one thread (it only reads: the
     two threads share the kernel's copying, the CRCs stay here); `threads=False` reads here
-    only. Memory: at most 5 chunk buffers (20 MiB at the default 4 MiB chunk), kept for the
+    only, and is the default when deep (decoding, not reading, is what a deep pass waits on). Memory: at most 5 chunk buffers (20 MiB at the default 4 MiB chunk), kept for the
     next call.
     """
     cdef Scan S
@@ -819,9 +946,15 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
     cdef unsigned char *mem = NULL
     cdef bint took_cache = False
     cdef Py_ssize_t i
+    cdef list pending = [None]
+    cdef bint use_threads = (not deep) if threads is None else bool(threads)
     memset_scan(&S)
     S.tier = _tier
     S.max_timestamp = -1
+    S.deep = deep
+    S.pending = <void *>pending
+    if deep and not _int64(max_decompressed, &S.max_decompressed):
+        return None
     if chunk < MIN_CHUNK:
         chunk = MIN_CHUNK
     if not _int64(base, &S.base) or not -BASE_LIMIT < S.base < BASE_LIMIT:
@@ -860,15 +993,17 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
                 S.chunk = chunk if chunk < S.end else S.end
                 S.cur = -1
                 kl_advise_sequential(S.fd)
-                mem = _take_cache(kl_reader_need(S.end, S.chunk, threads))
+                mem = _take_cache(kl_reader_need(S.end, S.chunk, use_threads))
                 took_cache = mem != NULL
-                S.reader = kl_reader_open(S.fd, S.end, S.chunk, threads, mem)
+                S.reader = kl_reader_open(S.fd, S.end, S.chunk, use_threads, mem)
                 if S.reader == NULL:
                     raise MemoryError
             with nogil:
                 st = _scan(&S)
-            if st == INTERRUPTED:  # before any other Python call: the exception is still set
-                _reraise()
+            if st == INTERRUPTED:
+                if pending[0] is not None:  # raised in the deep check (it held the GIL)
+                    raise pending[0]
+                _reraise()  # before any other Python call: the exception is still set
         finally:
             if S.reader != NULL:  # joins the helper thread, which reads from fd
                 with nogil:
@@ -883,10 +1018,11 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
             return None
         epochs = [(S.ep_epoch[i], S.ep_off[i]) for i in range(S.ep_n)]
         if S.batches == 0:
-            return (None, None, -1, 0, epochs, 0, 0)
+            return (None, None, -1, 0, epochs, 0, 0, 0)
         return (S.first_offset, S.last_offset, S.max_timestamp, S.valid_end, epochs,
-                S.batches, S.nbytes)
+                S.batches, S.nbytes, S.records)
     finally:
+        free(S.scratch)
         free(S.oi_off)
         free(S.oi_pos)
         free(S.ti_ts)
