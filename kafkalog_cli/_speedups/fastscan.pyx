@@ -35,6 +35,7 @@ from crc32c import crc32c as _pkg_crc32c
 
 from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED, decompress as _decompress
 from kafkalog_cli.codec.layout import INT32_MAX as _INT32_MAX
+from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.disk.scan import DEFAULT_CHUNK, DEFAULT_MAX_ENTRY
 
 cdef extern from *:
@@ -676,12 +677,12 @@ cdef object _records_section(Scan *S, const unsigned char *b, int64_t total, int
                                                <Py_ssize_t>(total - V2_HEADER_SIZE), PyBUF_READ)
     try:
         return _decompress(codec, body, max_size=S.max_decompressed)
-    except Exception:  # CorruptBatch, DecompressionLimit, a codec's own error: not clean
+    except CorruptDataError:  # what record_faults turns into a finding; anything else raises
         return None
 
 
 cdef Status _deep_batch(Scan *S, const unsigned char *b, int64_t total, int64_t base_offset,
-                        int64_t b_last):
+                        int64_t b_last) except *:
     """batch_rules.record_faults(b) of a CRC-checked v2 batch at b: CLEAN (and S.records
     counted) when it finds nothing, else UNSURE."""
     cdef int attributes = (b[21] << 8) | b[22]
@@ -716,7 +717,7 @@ cdef Status _deep_batch(Scan *S, const unsigned char *b, int64_t total, int64_t 
     return CLEAN
 
 
-cdef bint _control_clean(Scan *S, const unsigned char *b, int64_t total):
+cdef int _control_clean(Scan *S, const unsigned char *b, int64_t total) except -1:
     """Every record of a control batch parses as a control record (rare batches: the codec's
     own objects do it)."""
     from kafkalog_cli.codec.batch_v2 import RecordBatch
@@ -725,15 +726,15 @@ cdef bint _control_clean(Scan *S, const unsigned char *b, int64_t total):
         for r in RecordBatch(PyBytes_FromStringAndSize(<const char *>b, total)).records(
                 S.max_decompressed):
             parse_control(r.key, r.value)
-    except Exception:
+    except CorruptDataError:  # as record_faults; anything else raises there too
         return False
     return True
 
 
 cdef Status _deep_batch_gil(Scan *S, const unsigned char *b, int64_t total, int64_t base_offset,
                             int64_t b_last) noexcept nogil:
-    """_deep_batch from the nogil scan; a BaseException (KeyboardInterrupt while inflating)
-    waits in S.pending and stops the scan."""
+    """_deep_batch from the nogil scan; an exception the pure pass would raise too (a signal
+    handler's, MemoryError) waits in S.pending, stops the scan, and scan_clean raises it."""
     cdef Status st
     with gil:
         try:
