@@ -107,23 +107,23 @@ def bench_dir(d: Path, runs: int) -> dict:
     warm(files)
     kl = [PY, "-m", "kafkalog_cli", "verify"]
     tools: dict[str, Callable[[], float]] = {
-        "verify_s": lambda: _process(kl + [str(d)]),
-        "verify_shallow_s": lambda: _process(kl + ["--shallow", str(d)]),
+        "verify_s": lambda: _process([*kl, str(d)]),
+        "verify_shallow_s": lambda: _process([*kl, "--shallow", str(d)]),
         "library_deep_s": lambda: _library(files, False)[0],
         "library_shallow_s": lambda: _library(files, True)[0],
     }
     res: dict = {"dir": str(d), "files": len(files), "bytes": sum(p.stat().st_size for p in files)}
     notes = []
     if RUST.exists():
-        tools["rust_s"] = lambda: _run_json([str(RUST)] + names)["seconds"]
-        r = _run_json([str(RUST)] + names)
+        tools["rust_s"] = lambda: _run_json([str(RUST), *names])["seconds"]
+        r = _run_json([str(RUST), *names])
         res["rust_records"] = r["records"]
         res["rust_legacy_batches"] = r["legacy_batches"]
         res["rust_errors"] = r["errors"]
     else:
         notes.append("no Rust peer (make peers needs cargo): deep ratios skipped")
     if CRC_LOOP.exists():
-        tools["crc_loop_s"] = lambda: _run_json([str(CRC_LOOP)] + names)["seconds"]
+        tools["crc_loop_s"] = lambda: _run_json([str(CRC_LOOP), *names])["seconds"]
     else:
         notes.append("no crc32c_loop (make peers): shallow ratios skipped")
     res["library_records"] = _library(files, False)[1]
