@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 # cython: cdivision=True, embedsignature=True
-"""Compiled clean-segment fast path for `verify --shallow` (see storage/checks/check.py::check_log_file).
+"""Compiled clean-segment fast path for `verify`, shallow and deep (see
+storage/checks/check.py::check_log_file).
 
 `scan_clean` streams one `.log` file through a few reused chunk buffers (memory stays flat
 whatever the file size: a batch's CRC is computed piecewise across chunks, only a straddling
@@ -10,6 +11,10 @@ The whole pass runs without the GIL. Copying from the page cache (read) costs mo
 CRCs, so for files of more than two chunks a helper thread shares the reading: both threads
 claim chunks in order, and the scanning thread never waits for a chunk nobody has started.
 
+Deep, each batch's records section is also inflated (codec.compression, with the GIL) and
+parsed in C by fastcodec's record parser (cimported: one parser for both modules), checking what
+batch_rules.record_faults checks; a batch that straddles two chunks is read whole first.
+
 It answers either None ("not sure") or, only when the pure `check_log_file` would add no
 finding at all for this file, the values the pure pass produces (see `scan_clean`). Anything
 out of the ordinary is "not sure": the caller then reruns the pure path, which reports it.
@@ -18,8 +23,8 @@ test_fastscan.py compares both paths on fixtures, the corpus, generated and muta
 
 CRC-32C: AVX-512 VPCLMULQDQ folding (256 bytes per step, constants x^n mod P computed at import)
 when the CPU and OS support it, else the SSE4.2 crc32 instruction in three interleaved streams
-(joined with PCLMULQDQ),
-else the `crc32c` package (called per buffer piece, which takes the GIL each time).
+(joined with PCLMULQDQ), else the `crc32c` package (called per buffer piece, which takes the
+GIL each time).
 """
 
 from cpython.buffer cimport PyBUF_READ
