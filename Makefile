@@ -68,3 +68,17 @@ kafka-ref:
 # .kafka-ref/s3proxy-2.6.0/ (S3PROXY_VERSION=2.x.y overrides).
 s3proxy:
 	tests/s3/fetch.sh
+
+# Native peers for the benchmark (bench/peers/README.md), built into the git-ignored bench/out/:
+# the hardware CRC32C loop (the floor for verify --shallow) and, where cargo is present, the Rust
+# decoder on the kafka-protocol crate (the floor for deep verify).
+.PHONY: peers
+peers: bench/out/crc32c_loop
+	@if command -v cargo >/dev/null; then \
+	  CARGO_TARGET_DIR=$(CURDIR)/bench/out/rust cargo build -q --release --locked \
+	    --manifest-path bench/peers/rust-decoder/Cargo.toml; \
+	else echo "cargo not found: the Rust native floor is skipped"; fi
+
+bench/out/crc32c_loop: bench/peers/crc32c_loop.c
+	@mkdir -p bench/out
+	gcc -O2 -msse4.2 -o $@ $<

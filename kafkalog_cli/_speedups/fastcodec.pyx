@@ -614,6 +614,34 @@ cdef _raise(Err *e):
     raise CorruptBatch(msg, pos=e.pos)
 
 
+cdef int kl_records_clean(const unsigned char *p, int64_t end, int64_t count,
+                          int64_t base_offset, int64_t base_timestamp, bint create_time,
+                          int64_t *first, int64_t *last) except -1:
+    """1 when check_records would accept the section and the record offsets strictly increase
+    (batch_rules.record_faults finds no decode or order fault), with the first and last record
+    offsets; else 0. The deep verify fast path (fastscan.scan_clean) calls it per batch."""
+    cdef Err err
+    cdef Rec r
+    cdef int64_t pos = 0, start, off, prev = 0
+    cdef int64_t i
+    for i in range(count):
+        start = pos
+        if _parse_record(p, end, &pos, &r, &err):
+            return 0
+        if _overflows(base_offset, base_timestamp, create_time, &r, start, &err):
+            return 0
+        off = base_offset + r.offset_delta
+        if i == 0:
+            first[0] = off
+        elif off <= prev:
+            return 0
+        prev = off
+    if pos != end:
+        return 0
+    last[0] = prev
+    return 1
+
+
 def decode_records(data, count, base_offset, base_timestamp, base_sequence, log_append_time):
     """Decode `count` records; every structural rule of DefaultRecord.readFrom is enforced.
 

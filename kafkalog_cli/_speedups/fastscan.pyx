@@ -1,6 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 # cython: cdivision=True, embedsignature=True
-"""Compiled clean-segment fast path for `verify --shallow` (see storage/checks/check.py::check_log_file).
+"""Compiled clean-segment fast path for `verify`, shallow and deep (see
+storage/checks/check.py::check_log_file).
 
 `scan_clean` streams one `.log` file through a few reused chunk buffers (memory stays flat
 whatever the file size: a batch's CRC is computed piecewise across chunks, only a straddling
@@ -10,6 +11,10 @@ The whole pass runs without the GIL. Copying from the page cache (read) costs mo
 CRCs, so for files of more than two chunks a helper thread shares the reading: both threads
 claim chunks in order, and the scanning thread never waits for a chunk nobody has started.
 
+Deep, each batch's records section is also inflated (codec.compression, with the GIL) and
+parsed in C by fastcodec's record parser (cimported: one parser for both modules), checking what
+batch_rules.record_faults checks; a batch that straddles two chunks is read whole first.
+
 It answers either None ("not sure") or, only when the pure `check_log_file` would add no
 finding at all for this file, the values the pure pass produces (see `scan_clean`). Anything
 out of the ordinary is "not sure": the caller then reruns the pure path, which reports it.
@@ -17,18 +22,25 @@ The rules below mirror check.py / scan.py / entry.py line by line; tests/storage
 test_fastscan.py compares both paths on fixtures, the corpus, generated and mutated segments.
 
 CRC-32C: AVX-512 VPCLMULQDQ folding (256 bytes per step, constants x^n mod P computed at import)
-when the CPU and OS support it, else the `crc32c` package (called per buffer piece).
+when the CPU and OS support it, else the SSE4.2 crc32 instruction in three interleaved streams
+(joined with PCLMULQDQ), else the `crc32c` package (called per buffer piece, which takes the
+GIL each time).
 """
 
 from cpython.buffer cimport PyBUF_READ
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int32_t, int64_t, uint32_t
+
+from kafkalog_cli._speedups.fastcodec cimport kl_records_clean
 
 import os as _os
 
 from crc32c import crc32c as _pkg_crc32c
 
+from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED, decompress as _decompress
 from kafkalog_cli.codec.layout import INT32_MAX as _INT32_MAX
+from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.disk.scan import DEFAULT_CHUNK, DEFAULT_MAX_ENTRY
 
 cdef extern from *:
@@ -399,8 +411,54 @@ cdef extern from *:
         while (n--) c = _mm_crc32_u8(c, *p++);
         return c;
     }
+    /* SSE4.2 tier: three crc32 streams over thirds of a block hide the instruction's latency
+       (one per cycle instead of one per three), joined as crc(A|B) = crc(A)*x^(8|B|) ^ crc0(B).
+       The shift is one carry-less multiply by k = x^(8D-33) mod P and one crc32 (see the
+       folding note above: crc32_u64(0, clmul(c, k)) = c*k*x^33 mod P), cheap enough to
+       interleave blocks down to 3 x 64 bytes, so small batches gain too. */
+    #define KL_SSE_BLOCKS 4
+    static const size_t kl_sse_len[KL_SSE_BLOCKS] = {4096, 1024, 256, 64};  /* per stream */
+    static uint32_t kl_sse_k[KL_SSE_BLOCKS];
+    static int kl_sse42_ok = 0;
+    __attribute__((target("sse4.2,pclmul")))
+    static inline uint32_t kl_shift(uint32_t c, uint32_t k) {
+        __m128i m = _mm_clmulepi64_si128(_mm_cvtsi32_si128((int)c), _mm_cvtsi32_si128((int)k), 0);
+        return (uint32_t)_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(m));
+    }
+    __attribute__((target("sse4.2,pclmul")))
+    static uint32_t kl_crc_sse42(uint32_t c, const unsigned char *p, size_t n) {
+        for (int t = 0; t < KL_SSE_BLOCKS; t++) {
+            size_t len = kl_sse_len[t];
+            uint32_t k = kl_sse_k[t];
+            while (n >= 3 * len) {
+                uint64_t ca = c, cb = 0, cc = 0, va, vb, vc;
+                const unsigned char *a = p, *b = p + len, *d = p + 2 * len;
+                for (size_t i = 0; i < len; i += 8) {
+                    memcpy(&va, a + i, 8);
+                    memcpy(&vb, b + i, 8);
+                    memcpy(&vc, d + i, 8);
+                    ca = _mm_crc32_u64(ca, va);
+                    cb = _mm_crc32_u64(cb, vb);
+                    cc = _mm_crc32_u64(cc, vc);
+                }
+                c = kl_shift(kl_shift((uint32_t)ca, k) ^ (uint32_t)cb, k) ^ (uint32_t)cc;
+                p += 3 * len;
+                n -= 3 * len;
+            }
+        }
+        while (n >= 8) {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            c = (uint32_t)_mm_crc32_u64(c, v);
+            p += 8;
+            n -= 8;
+        }
+        while (n--) c = _mm_crc32_u8(c, *p++);
+        return c;
+    }
     static int kl_crc_setup(void) {
         static const unsigned d[4] = {16, 32, 48, 64};
+        for (int t = 0; t < KL_SSE_BLOCKS; t++) kl_sse_k[t] = kl_xnmodp(8 * kl_sse_len[t] - 33);
         for (int i = 0; i < 4; i++) {
             kl_k[i][0] = kl_xnmodp(8 * d[i] + 64 - 33);
             kl_k[i][1] = kl_xnmodp(8 * d[i] - 33);
@@ -408,6 +466,7 @@ cdef extern from *:
         kl_k256[0] = kl_xnmodp(8 * 256 + 64 - 33);
         kl_k256[1] = kl_xnmodp(8 * 256 - 33);
         __builtin_cpu_init();
+        kl_sse42_ok = __builtin_cpu_supports("sse4.2") && __builtin_cpu_supports("pclmul");
         /* libgcc / compiler-rt also check that the OS saves the ZMM state (XCR0) */
         kl_avx512_ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
             && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("vpclmulqdq")
@@ -416,9 +475,13 @@ cdef extern from *:
     }
     #else
     #define KL_X86_CRC 0
+    static int kl_sse42_ok = 0;
     static int kl_crc_setup(void) { return 0; }
     static uint32_t kl_crc_avx512(uint32_t c, const unsigned char *p, size_t n) {
         (void)p; (void)n; return c;  /* never called: kl_crc_setup() said no */
+    }
+    static uint32_t kl_crc_sse42(uint32_t c, const unsigned char *p, size_t n) {
+        (void)p; (void)n; return c;  /* never called: kl_sse42_ok is 0 */
     }
     #endif
     """
@@ -439,6 +502,8 @@ cdef extern from *:
     uint32_t kl_xnmodp(unsigned n) noexcept nogil
     uint32_t kl_crc_avx512(uint32_t c, const unsigned char *p, size_t n) noexcept nogil
     int kl_crc_setup() noexcept nogil
+    uint32_t kl_crc_sse42(uint32_t c, const unsigned char *p, size_t n) noexcept nogil
+    int kl_sse42_ok
 
 cdef extern from "Python.h":
     # leaves the handler's exception set; scan_clean re-raises it once back with the GIL
@@ -469,13 +534,23 @@ cdef enum Status:
 cdef enum Tier:
     TIER_PACKAGE = 0
     TIER_AVX512 = 1
+    TIER_SSE42 = 2
 
 cdef int64_t I32_MAX = _INT32_MAX
 cdef int64_t SPAN = <int64_t>1 << 32
 cdef int64_t BASE_LIMIT = <int64_t>1 << 62
 
 cdef bint _avx512_available = kl_crc_setup() != 0
-cdef int _tier = TIER_AVX512 if _avx512_available else TIER_PACKAGE
+cdef bint _sse42_available = kl_sse42_ok != 0
+
+
+cdef int _best_tier() noexcept:
+    if _avx512_available:
+        return TIER_AVX512
+    return TIER_SSE42 if _sse42_available else TIER_PACKAGE
+
+
+cdef int _tier = _best_tier()
 
 # One buffer block kept between calls (the largest one needed so far: 20 MiB at the default
 # chunk), so that scanning many segments does not fault fresh pages in for each. Taken and given
@@ -511,6 +586,13 @@ cdef struct Scan:
     int64_t rbase
     int64_t rend
     bint crc_failed
+    # deep (records too): the straddling batch's copy, the records-section limit, and a
+    # one-slot list where a BaseException from the deep check waits for scan_clean to raise
+    bint deep
+    int64_t max_decompressed
+    unsigned char *scratch
+    int64_t scratch_cap
+    void *pending
     # output
     int64_t batches
     int64_t nbytes
@@ -518,6 +600,7 @@ cdef struct Scan:
     int64_t last_offset
     int64_t max_timestamp
     int64_t valid_end
+    int64_t records
     Py_ssize_t ep_n
     Py_ssize_t ep_cap
     int64_t *ep_epoch
@@ -544,6 +627,8 @@ cdef uint32_t _crc_package(Scan *S, uint32_t c, const unsigned char *p, size_t n
 cdef inline uint32_t _crc(Scan *S, uint32_t c, const unsigned char *p, size_t n) noexcept nogil:
     if S.tier == TIER_AVX512:
         return kl_crc_avx512(c, p, n)
+    if S.tier == TIER_SSE42:
+        return kl_crc_sse42(c, p, n)
     return _crc_package(S, c, p, n)
 
 
@@ -590,6 +675,94 @@ cdef Status _add_epoch(Scan *S, int64_t epoch, int64_t offset) noexcept nogil:
     return CLEAN
 
 
+cdef object _records_section(Scan *S, const unsigned char *b, int64_t total, int codec):
+    """RecordBatch.records_section's bytes for a count > 0 batch (compressed: inflated), as a
+    bytes object, or None where it would raise (records_faults then reports it)."""
+    cdef object body = PyMemoryView_FromMemory(<char *>b + V2_HEADER_SIZE,
+                                               <Py_ssize_t>(total - V2_HEADER_SIZE), PyBUF_READ)
+    try:
+        return _decompress(codec, body, max_size=S.max_decompressed)
+    except CorruptDataError:  # what record_faults turns into a finding; anything else raises
+        return None
+
+
+cdef Status _deep_batch(Scan *S, const unsigned char *b, int64_t total, int64_t base_offset,
+                        int64_t b_last) except *:
+    """batch_rules.record_faults(b) of a CRC-checked v2 batch at b: CLEAN (and S.records
+    counted) when it finds nothing, else UNSURE."""
+    cdef int attributes = (b[21] << 8) | b[22]
+    cdef int codec = attributes & 7
+    cdef int32_t count = kl_be32s(b + 57)
+    cdef int64_t first = 0, last = 0, n
+    cdef const unsigned char *p
+    cdef object section = None
+    if count == 0:
+        return CLEAN  # records_section: no records, whatever the bytes
+    if count < 0 or codec > 4:
+        return UNSURE
+    if codec == 0:
+        p = b + V2_HEADER_SIZE
+        n = total - V2_HEADER_SIZE
+    else:
+        section = _records_section(S, b, total, codec)
+        if section is None:
+            return UNSURE
+        p = <const unsigned char *>PyBytes_AS_STRING(section)
+        n = PyBytes_GET_SIZE(section)
+    if count > n:  # every record takes at least one byte
+        return UNSURE
+    if not kl_records_clean(p, n, count, base_offset, kl_be64(b + 27),
+                            (attributes & 8) == 0, &first, &last):
+        return UNSURE
+    if first < base_offset or last > b_last:  # LOG_RECORD_OFFSET_RANGE
+        return UNSURE
+    if attributes & 0x20 and not _control_clean(S, b, total):  # LOG_CONTROL_INVALID
+        return UNSURE
+    S.records += count
+    return CLEAN
+
+
+cdef int _control_clean(Scan *S, const unsigned char *b, int64_t total) except -1:
+    """Every record of a control batch parses as a control record (rare batches: the codec's
+    own objects do it)."""
+    from kafkalog_cli.codec.batch_v2 import RecordBatch
+    from kafkalog_cli.codec.control import parse_control
+    try:
+        for r in RecordBatch(PyBytes_FromStringAndSize(<const char *>b, total)).records(
+                S.max_decompressed):
+            parse_control(r.key, r.value)
+    except CorruptDataError:  # as record_faults; anything else raises there too
+        return False
+    return True
+
+
+cdef Status _deep_batch_gil(Scan *S, const unsigned char *b, int64_t total, int64_t base_offset,
+                            int64_t b_last) noexcept nogil:
+    """_deep_batch from the nogil scan; an exception the pure pass would raise too (a signal
+    handler's, MemoryError) waits in S.pending, stops the scan, and scan_clean raises it."""
+    cdef Status st
+    with gil:
+        try:
+            st = _deep_batch(S, b, total, base_offset, b_last)
+        except BaseException as e:
+            (<list>S.pending)[0] = e
+            st = INTERRUPTED
+    return st
+
+
+cdef bint _scratch(Scan *S, int64_t n) noexcept nogil:
+    """S.scratch holds at least n bytes (a straddling batch, for the deep check)."""
+    cdef unsigned char *m
+    if S.scratch_cap >= n:
+        return True
+    m = <unsigned char *>realloc(S.scratch, <size_t>n)
+    if m == NULL:
+        return False
+    S.scratch = m
+    S.scratch_cap = n
+    return True
+
+
 cdef Status _scan(Scan *S) noexcept nogil:
     """The pass of check_log_file (shallow) over a segment, stopping at the first doubt."""
     cdef int64_t pos = 0, left, total, p, e, q
@@ -597,6 +770,7 @@ cdef Status _scan(Scan *S) noexcept nogil:
     cdef int32_t size, lod, ple
     cdef uint32_t stored, c
     cdef const unsigned char *h
+    cdef const unsigned char *whole          # the whole batch, contiguous (deep only)
     cdef Status st
     cdef bint first = True
     cdef bint has_last = S.has_prev          # check_log_file's `last`
@@ -653,7 +827,20 @@ cdef Status _scan(Scan *S) noexcept nogil:
         c = 0xFFFFFFFFu
         p = pos + 21
         e = pos + total
-        while True:
+        whole = S.data + (pos - S.rbase)
+        if S.deep and e > S.rend:  # the records need the batch in one piece: read it whole
+            if not _scratch(S, total):
+                return NO_MEMORY
+            if kl_pread_full(S.fd, S.scratch, total, pos) != total:
+                return IO_ERROR
+            whole = S.scratch
+            c = _crc(S, c, whole + 21, <size_t>(total - 21))
+            while S.rend < e:  # on to the chunk where the next batch starts
+                st = _fill(S, S.rend)
+                if st != CLEAN:
+                    return st
+            p = e
+        while p < e:
             q = e if e < S.rend else S.rend
             if q > p:
                 c = _crc(S, c, S.data + (p - S.rbase), <size_t>(q - p))
@@ -667,6 +854,10 @@ cdef Status _scan(Scan *S) noexcept nogil:
             return UNSURE
         if (c ^ 0xFFFFFFFFu) != stored:  # LOG_CRC_MISMATCH
             return UNSURE
+        if S.deep:  # batch_rules.record_faults
+            st = _deep_batch_gil(S, whole, total, base_offset, b_last)
+            if st != CLEAN:
+                return st
 
         # -- what the pure pass records --
         S.batches += 1
@@ -800,18 +991,27 @@ cdef int _pairs(object entries, Py_ssize_t *n, int64_t **a, int64_t **b) except 
 
 
 def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=None, *,
-               Py_ssize_t chunk=DEFAULT_CHUNK, max_entry=DEFAULT_MAX_ENTRY, bint threads=True):
-    """Check one `.log` file as `check_log_file(..., CheckOptions(shallow=True), ...)` does.
+               Py_ssize_t chunk=DEFAULT_CHUNK, max_entry=DEFAULT_MAX_ENTRY, threads=None,
+               bint deep=False, max_decompressed=DEFAULT_MAX_DECOMPRESSED):
+    """Check one `.log` file as `check_log_file(..., CheckOptions(shallow=not deep,
+    max_decompressed=max_decompressed), ...)` does.
 
     `offset_entries` / `time_entries` are `OffsetIndex.entries` / `TimeIndex.entries` (None
     when there is no such index). Returns None unless the pure pass would add no finding;
-    then a tuple (first_offset, last_offset, max_timestamp, valid_end, epochs, batches, bytes):
+    then a tuple (first_offset, last_offset, max_timestamp, valid_end, epochs, batches, bytes,
+    records):
     the SegmentSummary fields (magics is {2} when batches > 0, else empty; damaged is False)
-    and the Stats increments. I/O errors also give None (the pure path reports them).
+    and the Stats increments (records: 0 unless deep). I/O errors also give None (the pure path
+    reports them).
+
+    `deep` adds batch_rules.record_faults: every records section is inflated (through
+    codec.compression, as the pure path) and parsed in C (fastcodec.kl_records_clean), a batch
+    that straddles two chunks is read whole into a scratch buffer (at most max_entry bytes, as
+    the pure scanner's). Control batches are checked with the codec's own objects.
 
     Files of more than two chunks are read with the help of one thread (it only reads: the
     two threads share the kernel's copying, the CRCs stay here); `threads=False` reads here
-    only. Memory: at most 5 chunk buffers (20 MiB at the default 4 MiB chunk), kept for the
+    only, and is the default when deep (decoding, not reading, is what a deep pass waits on). Memory: at most 5 chunk buffers (20 MiB at the default 4 MiB chunk), kept for the
     next call.
     """
     cdef Scan S
@@ -819,9 +1019,15 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
     cdef unsigned char *mem = NULL
     cdef bint took_cache = False
     cdef Py_ssize_t i
+    cdef list pending = [None]
+    cdef bint use_threads = (not deep) if threads is None else bool(threads)
     memset_scan(&S)
     S.tier = _tier
     S.max_timestamp = -1
+    S.deep = deep
+    S.pending = <void *>pending
+    if deep and not _int64(max_decompressed, &S.max_decompressed):
+        return None
     if chunk < MIN_CHUNK:
         chunk = MIN_CHUNK
     if not _int64(base, &S.base) or not -BASE_LIMIT < S.base < BASE_LIMIT:
@@ -860,15 +1066,17 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
                 S.chunk = chunk if chunk < S.end else S.end
                 S.cur = -1
                 kl_advise_sequential(S.fd)
-                mem = _take_cache(kl_reader_need(S.end, S.chunk, threads))
+                mem = _take_cache(kl_reader_need(S.end, S.chunk, use_threads))
                 took_cache = mem != NULL
-                S.reader = kl_reader_open(S.fd, S.end, S.chunk, threads, mem)
+                S.reader = kl_reader_open(S.fd, S.end, S.chunk, use_threads, mem)
                 if S.reader == NULL:
                     raise MemoryError
             with nogil:
                 st = _scan(&S)
-            if st == INTERRUPTED:  # before any other Python call: the exception is still set
-                _reraise()
+            if st == INTERRUPTED:
+                if pending[0] is not None:  # raised in the deep check (it held the GIL)
+                    raise pending[0]
+                _reraise()  # before any other Python call: the exception is still set
         finally:
             if S.reader != NULL:  # joins the helper thread, which reads from fd
                 with nogil:
@@ -883,10 +1091,11 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
             return None
         epochs = [(S.ep_epoch[i], S.ep_off[i]) for i in range(S.ep_n)]
         if S.batches == 0:
-            return (None, None, -1, 0, epochs, 0, 0)
+            return (None, None, -1, 0, epochs, 0, 0, 0)
         return (S.first_offset, S.last_offset, S.max_timestamp, S.valid_end, epochs,
-                S.batches, S.nbytes)
+                S.batches, S.nbytes, S.records)
     finally:
+        free(S.scratch)
         free(S.oi_off)
         free(S.oi_pos)
         free(S.ti_ts)
@@ -898,23 +1107,31 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
 # -- introspection and test hooks -------------------------------------------------------------
 
 def crc_tier():
-    """'avx512' (VPCLMULQDQ folding) or 'package' (the crc32c package, per buffer piece)."""
-    return "avx512" if _tier == TIER_AVX512 else "package"
+    """'avx512' (VPCLMULQDQ folding), 'sse42' (three interleaved crc32 instruction streams,
+    joined by PCLMULQDQ) or
+    'package' (the crc32c package, per buffer piece)."""
+    return {TIER_AVX512: "avx512", TIER_SSE42: "sse42"}.get(_tier, "package")
 
 
 def avx512_available():
     return bool(_avx512_available)
 
 
+def sse42_available():
+    return bool(_sse42_available)
+
+
 def _set_crc_tier(name):
-    """Tests: force a tier ('avx512' only where available, 'package', or 'auto')."""
+    """Tests: force a tier ('avx512' / 'sse42' only where available, 'package', or 'auto')."""
     global _tier
     if name == "auto":
-        _tier = TIER_AVX512 if _avx512_available else TIER_PACKAGE
+        _tier = _best_tier()
     elif name == "package":
         _tier = TIER_PACKAGE
     elif name == "avx512" and _avx512_available:
         _tier = TIER_AVX512
+    elif name == "sse42" and _sse42_available:
+        _tier = TIER_SSE42
     else:
         raise ValueError(f"CRC tier {name!r} is not available here")
 

@@ -340,6 +340,9 @@ def _lz4_frame(data: bytes, level: int | None, legacy: bool) -> bytes:
 
 # -- zstd -------------------------------------------------------------------------------
 
+_ZSTD_READ: Final = 32 * 1024
+
+
 def _unzstd(data: bytes | memoryview, max_size: int) -> bytes:
     import io
 
@@ -348,18 +351,18 @@ def _unzstd(data: bytes | memoryview, max_size: int) -> bytes:
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data),
                                                             read_across_frames=True)
-        out = reader.read(max_size + 1)
-        if len(out) > max_size:
-            raise _too_big(max_size)
-        # read() may stop at a frame boundary; keep going until the input is exhausted
+        out = bytearray()
+        # read() allocates what it is asked for: asking for max_size + 1 at once cost ~70 us a
+        # batch at the 256 MiB default, 4x the decompression, and pieces of 64 KiB or more
+        # still cost 2.5x (the heap grows and trims for each); 32 KiB pieces do not. read() may
+        # also stop at a frame boundary; keep going until the input is exhausted.
         while True:
-            more = reader.read(max_size + 1 - len(out))
+            more = reader.read(min(_ZSTD_READ, max_size + 1 - len(out)))
             if not more:
-                break
+                return bytes(out)
             out += more
             if len(out) > max_size:
                 raise _too_big(max_size)
-        return out
     except zstandard.ZstdError as e:
         raise CorruptBatch(f"zstd data is corrupt: {e}") from None
 

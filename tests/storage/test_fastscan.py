@@ -1,9 +1,11 @@
 """The compiled clean-segment fast path (kafkalog_cli/_speedups/fastscan.pyx) against the pure
-shallow pass of `check_log_file`, which is the specification.
+pass of `check_log_file`, which is the specification, shallow and deep (records too).
 
 Contract: `scan_clean` answers None ("not sure") or a clean result; a clean result means the
 pure pass reports no finding at all for the file and produces exactly the same summary values
 and Stats increments. Whenever the pure pass reports anything, the fast path must say None.
+Every comparison below runs both modes; a file whose pure deep pass is clean and that the
+shallow fast path takes must take the deep fast path too (it is verify's default).
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ fs = _load()
 needs_ext = pytest.mark.skipif(fs is None, reason="compiled fastscan not built "
                                "(test_extension_is_built reports it)")
 SHALLOW = CheckOptions(shallow=True)
-TIERS = ["package"] + (["avx512"] if fs is not None and fs.avx512_available() else [])
+DEEP = CheckOptions(shallow=False)
+TIERS = ["package"] + (["avx512"] if fs is not None and fs.avx512_available() else []) + (
+    ["sse42"] if fs is not None and fs.sse42_available() else [])
 # KAFKALOG_FUZZ_EXAMPLES=5000 for a longer, randomised hunt
 _FUZZ = int(os.environ.get("KAFKALOG_FUZZ_EXAMPLES", "0"))
 MUTATE = settings(max_examples=_FUZZ or 250, deadline=None, derandomize=not _FUZZ,
@@ -88,32 +92,46 @@ def _read_index(cls, path: Path, base: int):
         return None
 
 
-def compare(log: Path, base: int, prev: int | None = None, oi: OffsetIndex | None = None,
-            ti: TimeIndex | None = None, **kw) -> tuple[object, Findings]:
-    """Run both paths on one file and check the contract; returns (fast result, findings)."""
+def _compare_mode(log: Path, base: int, prev: int | None, oi: OffsetIndex | None,
+                  ti: TimeIndex | None, deep: bool, **kw) -> tuple[object, Findings]:
     f, stats = Findings(), Stats()
     with _pure_only():
-        s = check_log_file(log, base, f, SHALLOW, stats, prev, oi, ti)
+        s = check_log_file(log, base, f, DEEP if deep else SHALLOW, stats, prev, oi, ti)
     r = fs.scan_clean(log, base, prev, oi.entries if oi else None, ti.entries if ti else None,
-                      **kw)
+                      deep=deep, **kw)
     if f.items:
-        assert r is None, f"fast path says clean, pure reports {[x.code for x in f.items]}"
+        assert r is None, (f"fast path ({'deep' if deep else 'shallow'}) says clean, pure "
+                           f"reports {[x.code for x in f.items]}")
     if r is not None:
         assert r == (s.first_offset, s.last_offset, s.max_timestamp, s.valid_end, s.epochs,
-                     stats.batches, stats.bytes)
+                     stats.batches, stats.bytes, stats.records)
         assert s.magics == ({2} if stats.batches else set()) and not s.damaged
     return r, f
 
 
+def compare(log: Path, base: int, prev: int | None = None, oi: OffsetIndex | None = None,
+            ti: TimeIndex | None = None, **kw) -> tuple[object, Findings]:
+    """Run both paths on one file, shallow and deep, and check the contract; returns the
+    shallow (fast result, findings)."""
+    r, f = _compare_mode(log, base, prev, oi, ti, False, **kw)
+    rd, fd = _compare_mode(log, base, prev, oi, ti, True, **kw)
+    if r is not None and not fd.items:
+        assert rd is not None, "a file clean when deep must take the deep fast path"
+        assert rd[:7] == r[:7]
+    return r, f
+
+
 def _check_partition_both(part) -> tuple[list, Stats]:
-    """check_partition with and without the fast path: identical findings, stats, LEO."""
-    out = []
-    for pure in (True, False):
-        f, stats = Findings(), Stats()
-        with _pure_only() if pure else contextlib.nullcontext():
-            leo = check_partition(part, f, SHALLOW, stats)
-        out.append((leo, f.items, vars(stats)))
-    assert out[0] == out[1]
+    """check_partition with and without the fast path, shallow and deep: identical findings,
+    stats, LEO (returns the deep ones)."""
+    for opts in (SHALLOW, DEEP):
+        out = []
+        for pure in (True, False):
+            f, stats = Findings(), Stats()
+            with _pure_only() if pure else contextlib.nullcontext():
+                leo = check_partition(part, f, opts, stats)
+            out.append((leo, f.items, vars(stats)))
+        assert out[0] == out[1]
     return out[1][1], out[1][2]
 
 
@@ -252,8 +270,10 @@ def test_unreadable_and_odd_inputs_are_unsure(tmp_path):
     assert fs.scan_clean(tmp_path, 0) is None  # a directory: read fails
     empty = tmp_path / "00000000000000000000.log"
     empty.write_bytes(b"")
-    assert fs.scan_clean(empty, 0) == (None, None, -1, 0, [], 0, 0)
-    assert fs.scan_clean(empty, 0, None, [], []) == (None, None, -1, 0, [], 0, 0)
+    assert fs.scan_clean(empty, 0) == (None, None, -1, 0, [], 0, 0, 0)
+    assert fs.scan_clean(empty, 0, None, [], []) == (None, None, -1, 0, [], 0, 0, 0)
+    assert fs.scan_clean(empty, 0, deep=True) == (None, None, -1, 0, [], 0, 0, 0)
+    assert fs.scan_clean(empty, 0, deep=True, max_decompressed=2**80) is None
     assert fs.scan_clean(empty, 0, None, [(0, 0)], None) is None  # INDEX_PAST_LOG_END
     assert fs.scan_clean(empty, 0, None, None, [(5, 0)]) is None  # TIMEINDEX_OFFSET_NOT_FOUND
     assert fs.scan_clean(empty, 2**80) is None
@@ -332,6 +352,13 @@ mutation = st.one_of(
               st.just(False)),
     st.tuples(st.just("field"), st.integers(0, 500), st.sampled_from([(35, ">q"), (23, ">i")]),
               st.integers(-2, 1_700_000_100_000), st.just(True)),
+    # CRC-valid changes the deep pass alone sees: the record count, the base timestamp, the
+    # attributes (codec, timestamp type, control)
+    st.tuples(st.just("field"), st.integers(0, 500),
+              st.sampled_from([(57, ">i"), (27, ">q"), (21, ">h")]),
+              st.one_of(st.integers(-2, 300), st.sampled_from([2**31 - 1, 2**63 - 1, 0x20, 0x28,
+                                                                0x24, 0x07, 0x03])),
+              st.just(True)),
 )
 
 
@@ -469,3 +496,61 @@ def test_a_signal_handler_exception_propagates(tmp_path):
     assert raised
     assert len(os.listdir("/proc/self/fd")) == fds  # no descriptor left open
     assert fs.scan_clean(log, 0, chunk=4096) is not None
+
+
+# -- hypothesis-made records (deep) ---------------------------------------------------------
+
+_record = st.tuples(
+    st.integers(-3, 40),  # offset step from the previous record: <= 0 is an order fault
+    st.integers(-(2**40), 2**40),  # timestamp
+    st.one_of(st.none(), st.binary(max_size=12)),
+    st.one_of(st.none(), st.binary(max_size=40),
+              st.sampled_from([b"\x00\x00\x00\x00\x00\x00", b"\x00\x00\x00\x01\x00\x00"])),
+    st.lists(st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=6))),
+             max_size=2),
+)
+_batch = st.fixed_dictionaries({
+    "records": st.lists(_record, max_size=6),
+    "codec": st.sampled_from([0, 0, 1, 2, 3, 4]),
+    "control": st.booleans(),
+    "log_append": st.booleans(),
+    "base_shift": st.integers(-2, 2),  # base offset vs the first record's: range faults
+    "lod_shift": st.integers(-1, 1),  # last offset delta vs the last record's
+})
+
+
+def _segment(batches) -> bytes:
+    from kafkalog_cli.codec.batch_v2 import encode_batch
+
+    out, next_off = [], 0
+    for b in batches:
+        recs, off = [], next_off
+        for step, ts, key, value, headers in b["records"]:
+            off += step if recs else 0
+            recs.append((max(off, 0), ts, key, value, headers))
+        if not recs:
+            continue
+        last = max(r[0] for r in recs)
+        base = max(0, recs[0][0] + b["base_shift"])
+        out.append(encode_batch(
+            recs, base_offset=base, codec=b["codec"], control=b["control"],
+            timestamp_type=1 if b["log_append"] else 0,
+            log_append_time=1_700_000_000_000 if b["log_append"] else None,
+            last_offset_delta=max(0, last - base + b["lod_shift"])))
+        next_off = max(last, base + max(0, last - base + b["lod_shift"])) + 1
+    return b"".join(out)
+
+
+@needs_ext
+@settings(MUTATE, max_examples=_FUZZ or 150)
+@given(batches=st.lists(_batch, min_size=1, max_size=4), chunk=st.sampled_from([4096, 1 << 20]))
+def test_hypothesis_records_agree(tmp_path_factory, batches, chunk):
+    log = tmp_path_factory.getbasetemp() / f"hyp-{os.getpid()}" / f"{0:020d}.log"
+    log.parent.mkdir(exist_ok=True)
+    log.write_bytes(_segment(batches))
+    rd, fd = _compare_mode(log, 0, None, None, None, True, chunk=chunk)
+    event("deep fast: clean" if rd is not None else
+          "deep fast: unsure, pure reports" if fd.items else "deep fast: unsure, pure clean")
+    if rd is None and not fd.items:
+        # the fast path may only decline what the pure pass reports (or legacy data)
+        raise AssertionError("a clean segment was declined by the deep fast path")

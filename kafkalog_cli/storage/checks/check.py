@@ -31,7 +31,7 @@ from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir, RemoteIndexCa
 from kafkalog_cli.storage.disk.segment import Segment, iter_batches
 from kafkalog_cli.storage.maintenance.recovery import recover_command, validation_floor
 
-try:  # compiled clean-segment fast path for shallow checks (kafkalog_cli/_speedups/fastscan.pyx)
+try:  # compiled clean-segment fast path (kafkalog_cli/_speedups/fastscan.pyx), shallow and deep
     import os as _os
 
     if _os.environ.get("KAFKALOG_PURE") == "1":
@@ -220,15 +220,18 @@ def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
                    time_index: TimeIndex | None = None,
                    fix_log: str = "", fix_index: str = "") -> SegmentSummary:
     """One streaming pass over a `.log` (or KRaft `.checkpoint`) file."""
-    if opts.shallow and _fastscan is not None and not fs.is_remote(path):  # it reads an fd
+    if _fastscan is not None and not fs.is_remote(path):  # it reads an fd
         # None unless this pass would add no finding; then it gives the same values
         fast = _fastscan.scan_clean(path, base, prev_last,
                                     offset_index.entries if offset_index else None,
-                                    time_index.entries if time_index else None)
+                                    time_index.entries if time_index else None,
+                                    deep=not opts.shallow,
+                                    max_decompressed=opts.max_decompressed)
         if fast is not None:
-            first, last_off, max_ts, valid_end, epochs, nbatches, nbytes = fast
+            first, last_off, max_ts, valid_end, epochs, nbatches, nbytes, nrecords = fast
             stats.batches += nbatches
             stats.bytes += nbytes
+            stats.records += nrecords
             return SegmentSummary(first_offset=first, last_offset=last_off,
                                   max_timestamp=max_ts, valid_end=valid_end, epochs=epochs,
                                   magics={2} if nbatches else set(), whole=nbatches,
