@@ -1,11 +1,14 @@
-"""Stream the entries of a `.log` file with flat memory, and say where and why it stops.
+"""Stream the entries of a segment file with flat memory, and say where and why it stops.
 
-Framing follows FileLogInputStream.nextBatch (see codec/entry.py). The scanner reuses one
+One scanner serves every format; a `Framing` says how its entries are framed, checked and
+searched for after damage. The current format's (magic 0-2, `CurrentFraming`) follows
+FileLogInputStream.nextBatch (see codec/entry.py); Kafka 0.7's is in formats/kafka07/scan.py.
+The scanner reuses one
 buffer (readinto), so a yielded view is only valid until the next entry is requested;
 callers that keep a batch call `detach()` on it. It never trusts a length it cannot
 frame: after a bad size field it stops and reports, as LevelDB's reader does.
 
-Stop reasons, reported as one Damage in `scanner.damage`:
+Stop reasons of the current framing, the first reported as `scanner.damage`:
   torn-tail     the last entry (or its header) is cut short: a writer died mid-append
   garbage-tail  bytes after the last whole entry that do not even frame as a header
   zero-tail     only zero bytes follow the last whole entry (preallocation, lost writes)
@@ -22,9 +25,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Generator, Iterator
-from typing import Protocol
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from kafkalog_cli.codec.checksum import crc32, crc32c
+from kafkalog_cli.codec.entry import Batch, decode_entry
 from kafkalog_cli.codec.layout import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -35,6 +39,7 @@ from kafkalog_cli.codec.layout import (
     V2_HEADER_SIZE,
 )
 from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.errors import CorruptBatch
 
 DEFAULT_CHUNK = 4 * 1024 * 1024
 DEFAULT_MAX_ENTRY = 256 * 1024 * 1024
@@ -77,31 +82,57 @@ class ProbeBudget:
         return True
 
 
-class EntryScanner:
-    """Iterate `(position, view)` over whole entries of `f` in [start, end)."""
+E = TypeVar("E")
+
+
+class Fault(NamedTuple):
+    """Why the entry at a position is not one: a Damage code, its reason, its size field."""
+
+    code: str
+    reason: str
+    size: int
+
+
+class Framing(Protocol[E]):
+    """What a format tells the scanner: how an entry is framed, what it yields for one, and
+    what damage is reported (and where the scan resumes) when framing breaks."""
+
+    head: int  # bytes an entry needs before `frame` can read it; fewer left: `tail`
+
+    def frame(self, buf: bytearray, p: int, left: int, max_entry: int) -> int | Fault:
+        """The entry's total size, read from its header at buf[p:]; `left` bytes remain."""
+
+    def entry(self, view: memoryview) -> E | Fault:
+        """What the scan yields for one whole entry (a view valid until the next)."""
+
+    def tail(self, s: EntryScanner[E], pos: int, left: int) -> None:
+        """Report the `left` (< head) bytes at the end of the file."""
+
+    def broken(self, s: EntryScanner[E], pos: int, left: int, fault: Fault) -> int | None:
+        """Report the damage at `pos`; where the scan may resume, or None."""
+
+
+class EntryScanner(Generic[E]):
+    """Iterate `(position, entry)` over whole entries of `f` in [start, end)."""
 
     def __init__(self, f: ReadableFile, start: int = 0, end: int | None = None, *,
-                 chunk_size: int = DEFAULT_CHUNK, max_entry: int = DEFAULT_MAX_ENTRY,
-                 resync: bool = False, resync_window: int = DEFAULT_RESYNC_WINDOW) -> None:
-        self._f = f
+                 framing: Framing[E], chunk_size: int = DEFAULT_CHUNK,
+                 max_entry: int = DEFAULT_MAX_ENTRY, resync: bool = False,
+                 resync_window: int = DEFAULT_RESYNC_WINDOW) -> None:
+        self.file = f
+        self.framing = framing
         self.start = start
         self.end = os.fstat(f.fileno()).st_size if end is None else end
         self._chunk = chunk_size
-        self._max_entry = max_entry
-        self._resync = resync
-        self._window = resync_window
+        self.max_entry = max_entry
+        self.resync = resync
+        self.window = resync_window
         self.budget = ProbeBudget(self.end - start)
         self._buf: bytearray | None = None  # kept across resyncs
         self._read_cap = chunk_size  # the next read's size; small after a resync, then doubled
-        self.damage: Damage | None = None  # the first damage
-        self.damages: list[Damage] = []
-        self.valid_end = start  # position just after the last whole entry before damage
+        self.damages: list[Damage] = []  # found and not yet taken by the reader
 
-    @property
-    def _stopped(self) -> bool:
-        return self.damage is not None
-
-    def __iter__(self) -> Iterator[tuple[int, memoryview]]:
+    def __iter__(self) -> Iterator[tuple[int, E]]:
         pos = self.start
         while True:
             resume = yield from self._run(pos)
@@ -109,10 +140,14 @@ class EntryScanner:
                 return
             pos = resume
 
-    def _run(self, start: int) -> Generator[tuple[int, memoryview], None, int | None]:
+    def _run(self, start: int) -> Generator[tuple[int, E], None, int | None]:
         """Scan from `start`; returns where to resume after mid-file damage, or None."""
-        f = self._f
+        f = self.file
         end = self.end
+        fr = self.framing
+        head = fr.head
+        frame = fr.frame
+        entry = fr.entry
         f.seek(start)
         if self._buf is None:  # no bigger than the file: zero-filling 4 MiB for a 14 KB
             # segment was most of `info`'s time on many small partitions (page faults)
@@ -124,46 +159,18 @@ class EntryScanner:
         base = start  # file position of buf[0]
         filled = 0
         p = 0
-        unpack = _unpack_overhead
         while True:
             pos = base + p
             left = end - pos
-            if left <= HEADER_SIZE_UP_TO_MAGIC:
-                self._mark_end(pos)
+            if left < head:
                 if left > 0:
-                    self._tail(pos, left, "torn-tail",
-                               f"{left} bytes after the last whole batch are too few for a header")
+                    fr.tail(self, pos, left)
                 return None
-            if filled - p < HEADER_SIZE_UP_TO_MAGIC:
-                base, filled, p = self._refill(buf, mv, base, filled, p,
-                                               HEADER_SIZE_UP_TO_MAGIC)
-            _off, size = unpack(buf, p)
-            total = size + LOG_OVERHEAD_SIZE
-            if size < MIN_ENTRY_SIZE or total > left or total > self._max_entry:
-                self._mark_end(pos)
-                nxt = self._probe(pos + 1)
-                if nxt is not None:
-                    why = (f"size field {size} is below the minimum {MIN_ENTRY_SIZE}"
-                           if size < MIN_ENTRY_SIZE else f"size field {size} does not fit")
-                    self._add(Damage(pos, "corrupt", f"framing breaks ({why}); {nxt - pos} bytes "
-                                     f"are skipped to the next valid batch at byte {nxt}",
-                                     nxt - pos))
-                    return nxt if self._resync else None
-                if self.budget.spent_out:
-                    self._add(Damage(pos, "unsearched", f"framing breaks (size field {size}); "
-                                     "the search for a valid batch after it stopped, its work "
-                                     "cap spent: what follows is unchecked", left))
-                elif total > self._max_entry and size >= MIN_ENTRY_SIZE and total <= left:
-                    self._add(Damage(pos, "entry-too-big", f"batch of {total} bytes exceeds "
-                                     f"the {self._max_entry}-byte cap", left))
-                elif size < MIN_ENTRY_SIZE:
-                    self._tail(pos, left, "garbage-tail",
-                               f"batch size field {size} is below the minimum {MIN_ENTRY_SIZE}; "
-                               "no valid batch follows")
-                else:
-                    self._tail(pos, left, "torn-tail",
-                               f"batch declares {total} bytes but only {left} remain in the file")
-                return None
+            if filled - p < head:
+                base, filled, p = self._refill(buf, mv, base, filled, p, head)
+            total = frame(buf, p, left, self.max_entry)
+            if isinstance(total, Fault):
+                return fr.broken(self, pos, left, total)
             if filled - p < total:
                 if total > len(buf):
                     big = bytearray(total)
@@ -171,15 +178,20 @@ class EntryScanner:
                     big[:have] = buf[p:filled]
                     f.seek(pos + have)
                     if f.readinto(memoryview(big)[have:]) != total - have:
-                        self._mark_end(pos)
-                        self._add(Damage(pos, "torn-tail", "file shrank while reading", left))
+                        self.add(Damage(pos, "torn-tail", "file shrank while reading", left))
                         return None
-                    yield pos, memoryview(big)
+                    got = entry(memoryview(big))
+                    if isinstance(got, Fault):
+                        return fr.broken(self, pos, left, got)
+                    yield pos, got
                     base, filled, p = pos + total, 0, 0
                     f.seek(base)
                     continue
                 base, filled, p = self._refill(buf, mv, base, filled, p, total)
-            yield pos, mv[p:p + total]
+            got = entry(mv[p:p + total])
+            if isinstance(got, Fault):
+                return fr.broken(self, pos, left, got)
+            yield pos, got
             p += total
 
     def _refill(self, buf: bytearray, mv: memoryview, base: int, filled: int,
@@ -192,38 +204,14 @@ class EntryScanner:
         base += p
         want = min(len(buf), self.end - base, max(need, rest + self._read_cap)) - rest
         self._read_cap = min(2 * self._read_cap, len(buf))
-        n = self._f.readinto(mv[rest:rest + want]) if want > 0 else 0
+        n = self.file.readinto(mv[rest:rest + want]) if want > 0 else 0
         return base, rest + (n or 0), 0
 
-    def _mark_end(self, pos: int) -> None:
-        if self.damage is None:
-            self.valid_end = pos
-
-    def _add(self, d: Damage) -> None:
-        if self.damage is None:
-            self.damage = d
+    def add(self, d: Damage) -> None:
         self.damages.append(d)
 
-    def _tail(self, pos: int, left: int, code: str, reason: str) -> None:
-        if self._all_zero(pos, left):
-            code = "zero-tail"
-            reason = f"{left} zero bytes follow the last whole batch"
-        elif code == "torn-tail" and not self._plausible_header(pos, left):
-            code = "garbage-tail"
-            reason = f"{left} bytes that are not a batch header follow the last whole batch"
-        self._add(Damage(pos, code, reason, left))
-
-    def _plausible_header(self, pos: int, left: int) -> bool:
-        """A torn batch still has a sane header; anything else is garbage."""
-        if left <= HEADER_SIZE_UP_TO_MAGIC:
-            return False
-        self._f.seek(pos)
-        head = self._f.read(HEADER_SIZE_UP_TO_MAGIC)
-        _off, size = _unpack_overhead(head, 0)
-        return _off >= 0 and size >= MIN_ENTRY_SIZE and head[16] in (0, 1, 2)
-
-    def _all_zero(self, pos: int, n: int) -> bool:
-        f = self._f
+    def all_zero(self, pos: int, n: int) -> bool:
+        f = self.file
         f.seek(pos)
         while n > 0:
             block = f.read(min(n, _ZERO_PROBE))
@@ -232,7 +220,71 @@ class EntryScanner:
             n -= len(block)
         return True
 
-    def _probe(self, pos: int) -> int | None:
+
+class CurrentFraming:
+    """Entries of magic 0-2: offset int64, size int32, then `size` bytes (the magic at 16)."""
+
+    head = HEADER_SIZE_UP_TO_MAGIC + 1  # a whole entry is longer than its header
+
+    def frame(self, buf: bytearray, p: int, left: int, max_entry: int) -> int | Fault:
+        size: int = _unpack_overhead(buf, p)[1]
+        total = size + LOG_OVERHEAD_SIZE
+        if size < MIN_ENTRY_SIZE or total > left or total > max_entry:
+            return Fault("", "", size)  # `broken` tells which
+        return total
+
+    def entry(self, view: memoryview) -> Batch | Fault:
+        try:  # the header only: records are checked by their readers (checks/)
+            return decode_entry(view)
+        except CorruptBatch as e:  # framed by its size field, so the scan can go on
+            return Fault("bad-batch", e.reason, len(view))
+
+    def tail(self, s: EntryScanner[Batch], pos: int, left: int) -> None:
+        self._tail(s, pos, left, "torn-tail",
+                   f"{left} bytes after the last whole batch are too few for a header")
+
+    def broken(self, s: EntryScanner[Batch], pos: int, left: int,
+               fault: Fault) -> int | None:
+        if fault.code == "bad-batch":  # unknown magic, malformed legacy message
+            s.add(Damage(pos, fault.code, fault.reason, fault.size))
+            return pos + fault.size
+        size = fault.size
+        total = size + LOG_OVERHEAD_SIZE
+        nxt = self.probe(s, pos + 1)
+        if nxt is not None:
+            why = (f"size field {size} is below the minimum {MIN_ENTRY_SIZE}"
+                   if size < MIN_ENTRY_SIZE else f"size field {size} does not fit")
+            s.add(Damage(pos, "corrupt", f"framing breaks ({why}); {nxt - pos} bytes "
+                         f"are skipped to the next valid batch at byte {nxt}", nxt - pos))
+            return nxt if s.resync else None
+        if s.budget.spent_out:
+            s.add(Damage(pos, "unsearched", f"framing breaks (size field {size}); "
+                         "the search for a valid batch after it stopped, its work "
+                         "cap spent: what follows is unchecked", left))
+        elif total > s.max_entry and size >= MIN_ENTRY_SIZE and total <= left:
+            s.add(Damage(pos, "entry-too-big", f"batch of {total} bytes exceeds "
+                         f"the {s.max_entry}-byte cap", left))
+        elif size < MIN_ENTRY_SIZE:
+            self._tail(s, pos, left, "garbage-tail",
+                       f"batch size field {size} is below the minimum {MIN_ENTRY_SIZE}; "
+                       "no valid batch follows")
+        else:
+            self._tail(s, pos, left, "torn-tail",
+                       f"batch declares {total} bytes but only {left} remain in the file")
+        return None
+
+    @staticmethod
+    def _tail(s: EntryScanner[Batch], pos: int, left: int, code: str,
+              reason: str) -> None:
+        if s.all_zero(pos, left):
+            code = "zero-tail"
+            reason = f"{left} zero bytes follow the last whole batch"
+        elif code == "torn-tail" and not _plausible_header(s.file, pos, left):
+            code = "garbage-tail"
+            reason = f"{left} bytes that are not a batch header follow the last whole batch"
+        s.add(Damage(pos, code, reason, left))
+
+    def probe(self, s: EntryScanner[Batch], pos: int) -> int | None:
         """The next position (within the window) where an entry frames and its CRC checks.
 
         Candidates are found by regex jumps, not a byte loop: the magic byte must be 0..2,
@@ -241,8 +293,8 @@ class EntryScanner:
         is read or checksummed is paid from the scan's budget: None once it is spent
         (`budget.spent_out`).
         """
-        f = self._f
-        n = min(self.end - pos, self._window)
+        f = s.file
+        n = min(s.end - pos, s.window)
         if n <= HEADER_SIZE_UP_TO_MAGIC:
             return None
         data = b""
@@ -251,7 +303,7 @@ class EntryScanner:
         while i < limit:
             if len(data) < min(n, i + HEADER_SIZE_UP_TO_MAGIC + PROBE_STEP):
                 want = min(n, max(2 * len(data), i + HEADER_SIZE_UP_TO_MAGIC + PROBE_STEP))
-                if not self.budget.spend(want - len(data)):
+                if not s.budget.spend(want - len(data)):
                     return None
                 f.seek(pos + len(data))
                 data += f.read(want - len(data))
@@ -275,22 +327,37 @@ class EntryScanner:
                 continue
             off, size = _unpack_overhead(data, i)
             total = size + LOG_OVERHEAD_SIZE
-            if off >= 0 and size >= MIN_ENTRY_SIZE and pos + i + total <= self.end and \
+            if off >= 0 and size >= MIN_ENTRY_SIZE and pos + i + total <= s.end and \
                     i + total <= n:
                 if len(data) < i + total:
                     want = min(n, max(2 * len(data), i + total))
-                    if not self.budget.spend(want - len(data)):
+                    if not s.budget.spend(want - len(data)):
                         return None
                     f.seek(pos + len(data))
                     data += f.read(want - len(data))
                     if len(data) < i + total:
                         return None  # the file shrank under us
-                if not self.budget.spend(total):
+                if not s.budget.spend(total):
                     return None
                 if _crc_ok(data, i, total, data[i + MAGIC_POS]):
                     return pos + i
             i += 1
         return None
+
+
+
+
+CURRENT = CurrentFraming()
+
+
+def _plausible_header(f: ReadableFile, pos: int, left: int) -> bool:
+    """A torn batch still has a sane header; anything else is garbage."""
+    if left <= HEADER_SIZE_UP_TO_MAGIC:
+        return False
+    f.seek(pos)
+    head = f.read(HEADER_SIZE_UP_TO_MAGIC)
+    _off, size = _unpack_overhead(head, 0)
+    return _off >= 0 and size >= MIN_ENTRY_SIZE and head[16] in (0, 1, 2)
 
 
 _MAGIC_CANDIDATE = re.compile(rb"[\x00-\x02]")

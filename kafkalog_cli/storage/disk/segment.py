@@ -6,15 +6,17 @@ import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
-from kafkalog_cli.codec.entry import Batch, decode_entry
+from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.errors import CorruptBatch, LogDirIOError
+from kafkalog_cli.errors import LogDirIOError
 from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
-from kafkalog_cli.storage.disk.scan import EntryScanner
+from kafkalog_cli.storage.disk.scan import CURRENT, EntryScanner, Framing
 
 DamageSink = Callable[[Damage], None]
+E = TypeVar("E")
 
 
 def open_readable(path: Path) -> io.RawIOBase:
@@ -25,6 +27,32 @@ def open_readable(path: Path) -> io.RawIOBase:
         raise LogDirIOError(f"{path}: cannot open: {e.strerror}") from None
 
 
+def scan_entries(path: Path, framing: Framing[E], start: int = 0, end: int | None = None,
+                 on_damage: DamageSink | None = None, max_entry: int | None = None,
+                 resync: bool = False, chunk: int | None = None) -> Iterator[tuple[int, E]]:
+    """(position, entry) for every whole entry of a segment file in the framing of its
+    format; damage goes to `on_damage`, each report before the entry after it."""
+    with open_readable(path) as f:
+        kw = {} if max_entry is None else {"max_entry": max_entry}
+        if chunk is not None:
+            kw["chunk_size"] = chunk
+        scanner = EntryScanner(f, start, fs.file_size(f) if end is None else end,
+                               framing=framing, resync=resync, **kw)
+
+        def report() -> None:  # and forget: damage every few bytes must not pile up
+            if on_damage:
+                for d in scanner.damages:
+                    on_damage(d)
+            scanner.damages.clear()
+        try:
+            for pos, got in scanner:
+                report()
+                yield pos, got
+        except OSError as e:
+            raise LogDirIOError(f"{path}: read failed: {e.strerror}") from None
+        report()
+
+
 def iter_batches(path: Path, start: int = 0, end: int | None = None,
                  on_damage: DamageSink | None = None,
                  max_entry: int | None = None, resync: bool = False) -> Iterator[tuple[int, Batch]]:
@@ -33,29 +61,7 @@ def iter_batches(path: Path, start: int = 0, end: int | None = None,
     An entry whose header does not decode (unknown magic, malformed legacy message) is
     reported and skipped: its size field framed it, so the scan can go on.
     """
-    with open_readable(path) as f:
-        kw = {} if max_entry is None else {"max_entry": max_entry}
-        scanner = EntryScanner(f, start, fs.file_size(f) if end is None else end,
-                               resync=resync, **kw)
-
-        def report() -> None:  # and forget: damage every few bytes must not pile up
-            if on_damage:
-                for d in scanner.damages:
-                    on_damage(d)
-            scanner.damages.clear()
-        try:
-            for pos, view in scanner:
-                report()
-                try:
-                    batch = decode_entry(view)
-                except CorruptBatch as e:
-                    if on_damage:
-                        on_damage(Damage(pos, "bad-batch", e.reason, len(view)))
-                    continue
-                yield pos, batch
-        except OSError as e:
-            raise LogDirIOError(f"{path}: read failed: {e.strerror}") from None
-        report()
+    return scan_entries(path, CURRENT, start, end, on_damage, max_entry, resync)
 
 
 @dataclass

@@ -1,7 +1,7 @@
-"""Streaming the entries of a Kafka 0.7 `.kafka` segment, with damage reports.
+"""Kafka 0.7's framing for the one scanner (storage/disk/scan.py), with damage reports.
 
 Framing and validation are 0.7's FileMessageSet.recover/validateMessage: a size, then that
-many message bytes, whose payload CRC must match (codec/v07.py has the layout).
+many message bytes, whose payload CRC must match (codec/message_v07.py has the layout).
 
 Scanner stop reasons (Damage codes), each at the entry's position in its file:
   torn-tail      fewer than 4 bytes left, or an entry running past the end of the file with
@@ -22,11 +22,10 @@ the file size (ProbeBudget), so a scan takes time linear in the file whatever it
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Final
 
 from kafkalog_cli.codec.checksum import crc32
 from kafkalog_cli.codec.message_v07 import (
@@ -38,69 +37,78 @@ from kafkalog_cli.codec.message_v07 import (
     decode_message,
 )
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.errors import CorruptBatch, LogDirIOError
-from kafkalog_cli.storage.disk.scan import PROBE_STEP, ProbeBudget
+from kafkalog_cli.errors import CorruptBatch
+from kafkalog_cli.storage.disk.scan import (
+    DEFAULT_CHUNK,
+    DEFAULT_MAX_ENTRY,
+    PROBE_STEP,
+    EntryScanner,
+    Fault,
+    ProbeBudget,
+    ReadableFile,
+)
+from kafkalog_cli.storage.disk.segment import DamageSink, scan_entries
 
-DEFAULT_CHUNK: Final = 4 * 1024 * 1024
-DEFAULT_MAX_ENTRY: Final = 256 * 1024 * 1024
 PROBE_WINDOW: Final = 4 * 1024 * 1024  # how far past damage the probe looks for an entry start
 PROBE_MAX_ENTRY: Final = 1024 * 1024  # largest entry the probe can recognise
-_ZERO_PROBE: Final = 1024 * 1024
 _CRC_CHUNK: Final = 1024 * 1024
 # a plausible entry start: size 5 .. 16 MiB (high byte 0, not 0..4), then magic 0 or 1
 _CANDIDATE = re.compile(rb"(?=\x00(?!\x00\x00[\x00-\x04])[\x00-\xff]{3}[\x00\x01])", re.S)
 
-DamageReporter = Callable[[Damage], None]
 
+class Framing07:
+    """0.7 entries: a size int32, then that many message bytes; a message is checked whole
+    (magic, layout, payload CRC), and damage is searched past by `probe_next`."""
 
-class _Reader:
-    """A window of a file: bytes [start, start + len(buf)) kept in memory."""
+    head = SIZE_LEN
 
-    def __init__(self, f: BinaryIO, file_size: int, chunk: int) -> None:
-        self.f = f
-        self.file_size = file_size
-        self.chunk = chunk
-        self.start = 0
-        self.buf = b""
+    def frame(self, buf: bytearray, p: int, left: int, max_entry: int) -> int | Fault:
+        (n,) = SIZE.unpack_from(buf, p)
+        if n < MIN_MESSAGE_SIZE:
+            return Fault("bad-size", f"entry size {n} is below the minimum {MIN_MESSAGE_SIZE}",
+                         n)
+        if SIZE_LEN + n > left:
+            return Fault("size-past-end", f"entry declares {n} bytes; only {left - SIZE_LEN} "
+                         "remain in the file", n)
+        if n > max_entry:
+            return Fault("entry-too-big", f"entry of {n} bytes is larger than the cap of "
+                         f"{max_entry}", n)
+        return int(SIZE_LEN + n)
 
-    def view(self, pos: int, n: int) -> memoryview:
-        """Bytes [pos, pos + n); the caller made sure they are inside the file."""
-        if pos < self.start or pos + n > self.start + len(self.buf):
-            self.f.seek(pos)
-            self.buf = self.f.read(max(n, self.chunk))
-            self.start = pos
-            if len(self.buf) < n:  # the file shrank under us
-                raise LogDirIOError(f"{getattr(self.f, 'name', '?')}: file changed while "
-                                    "being read")
-        rel = pos - self.start
-        return memoryview(self.buf)[rel:rel + n]
+    def entry(self, view: memoryview) -> Message07 | Fault:
+        n = len(view) - SIZE_LEN
+        magic = view[SIZE_LEN]
+        if magic not in HEAD_SIZE:
+            return Fault("bad-magic", f"unknown magic byte {magic} (0.7 knows 0 and 1)", n)
+        try:
+            msg = decode_message(view[SIZE_LEN:])
+        except CorruptBatch as e:
+            return Fault("bad-size", e.reason, n)
+        if not msg.is_valid():
+            return Fault("crc-mismatch", f"payload CRC-32 {msg.compute_crc()} does not match "
+                         f"the stored {msg.crc}", n)
+        return msg
 
+    def tail(self, s: EntryScanner[Message07], pos: int, left: int) -> None:
+        self.broken(s, pos, left, Fault(
+            "torn-tail", f"{left} bytes at the end of the file: not even an entry size", 0))
 
-def _check(r: _Reader, pos: int, max_entry: int) -> tuple[str, str, int] | Message07:
-    """The message of the entry at `pos`, or (damage code, reason, size) why it is not one."""
-    left = r.file_size - pos
-    if left < SIZE_LEN:
-        return "torn-tail", f"{left} bytes at the end of the file: not even an entry size", 0
-    (n,) = SIZE.unpack_from(r.view(pos, SIZE_LEN))
-    if n < MIN_MESSAGE_SIZE:
-        return "bad-size", f"entry size {n} is below the minimum {MIN_MESSAGE_SIZE}", n
-    if SIZE_LEN + n > left:
-        return ("size-past-end", f"entry declares {n} bytes; only {left - SIZE_LEN} remain in "
-                "the file", n)
-    if n > max_entry:
-        return "entry-too-big", f"entry of {n} bytes is larger than the cap of {max_entry}", n
-    data = r.view(pos + SIZE_LEN, n)
-    magic = data[0]
-    if magic not in HEAD_SIZE:
-        return "bad-magic", f"unknown magic byte {magic} (0.7 knows 0 and 1)", n
-    try:
-        msg = decode_message(data)
-    except CorruptBatch as e:
-        return "bad-size", e.reason, n
-    if not msg.is_valid():
-        return ("crc-mismatch", f"payload CRC-32 {msg.compute_crc()} does not match the stored "
-                f"{msg.crc}", n)
-    return msg
+    def broken(self, s: EntryScanner[Message07], pos: int, left: int,
+               fault: Fault) -> int | None:
+        code, reason, size = fault
+        nxt = probe_next(s.file, pos, size, s.end, s.budget)
+        if nxt is None and s.budget.spent_out:
+            code = "unsearched"
+            reason += ("; the search for a valid entry after it stopped, its work cap "
+                       "spent: what follows is unchecked")
+        elif nxt is None:
+            if code == "size-past-end":
+                code = "torn-tail"
+                reason += " (the tail of an append that did not finish)"
+            elif code == "bad-size" and s.all_zero(pos, left):
+                code, reason = "zero-tail", "only zero bytes from here to the end"
+        s.add(Damage(pos, code, reason, (s.end if nxt is None else nxt) - pos))
+        return nxt if s.resync else None
 
 
 def _plausible(data: bytes | memoryview, q: int, room: int) -> int | None:
@@ -121,7 +129,7 @@ def _valid_at(data: bytes, q: int, n: int) -> bool:
     return crc32(memoryview(data)[head:q + SIZE_LEN + n]) == crc
 
 
-def _header_at(f: BinaryIO, q: int, file_size: int) -> int | None:
+def _header_at(f: ReadableFile, q: int, file_size: int) -> int | None:
     """Entry size of a plausible header at file position `q` (framing within the file)."""
     f.seek(q)
     head = f.read(SIZE_LEN + 1)
@@ -130,7 +138,7 @@ def _header_at(f: BinaryIO, q: int, file_size: int) -> int | None:
     return _plausible(head, 0, file_size - q)
 
 
-def _frames_at(f: BinaryIO, q: int, file_size: int, budget: ProbeBudget) -> int | None:
+def _frames_at(f: ReadableFile, q: int, file_size: int, budget: ProbeBudget) -> int | None:
     """Size of a valid entry (CRC checked) at file position `q` whose successor frames or
     which ends the file; None otherwise. Reads the file, so large entries count too (their
     payload is checksummed a chunk at a time)."""
@@ -161,7 +169,7 @@ class _Window:
     """Up to `limit` bytes of the file from `base`, read only as far as the probe gets (each
     read paid from the budget), growing by doubling."""
 
-    def __init__(self, f: BinaryIO, base: int, limit: int, budget: ProbeBudget) -> None:
+    def __init__(self, f: ReadableFile, base: int, limit: int, budget: ProbeBudget) -> None:
         self.f, self.base, self.limit, self.budget = f, base, limit, budget
         self.data = b""
 
@@ -182,7 +190,7 @@ class _Window:
         return True
 
 
-def probe_next(f: BinaryIO, pos: int, size: int, file_size: int,
+def probe_next(f: ReadableFile, pos: int, size: int, file_size: int,
                budget: ProbeBudget | None = None) -> int | None:
     """Position of the next entry after damage at `pos` whose CRC checks out and whose
     successor frames (or which ends the file); None within the probe window (or once the
@@ -226,54 +234,14 @@ def probe_next(f: BinaryIO, pos: int, size: int, file_size: int,
     return None
 
 
-def _zero_tail(f: BinaryIO, pos: int, file_size: int) -> bool:
-    if file_size - pos > _ZERO_PROBE:
-        return False
-    f.seek(pos)
-    return not f.read(file_size - pos).strip(b"\x00")
-
-
-def iter_entries(path: Path, *, on_damage: DamageReporter | None = None, start: int = 0,
+def iter_entries(path: Path, *, on_damage: DamageSink | None = None, start: int = 0,
                  resync: bool = False, max_entry: int = DEFAULT_MAX_ENTRY,
                  chunk: int = DEFAULT_CHUNK) -> Iterator[tuple[int, Message07]]:
     """(position, message) of each valid entry of a `.kafka` file, from `start`.
 
     The message's payload is a view that is valid until the next entry is requested
     (`detach()` keeps it). Damage goes to `on_damage`; see the module doc for the codes."""
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed in finally; a generator holds it
-    except OSError as e:
-        raise LogDirIOError(f"{path}: cannot open: {e.strerror}") from None
-    try:
-        file_size = os.fstat(f.fileno()).st_size
-        r = _Reader(f, file_size, chunk)
-        budget = ProbeBudget(file_size)
-        pos = start
-        while pos < file_size:
-            got = _check(r, pos, max_entry)
-            if isinstance(got, Message07):
-                yield pos, got
-                pos += SIZE_LEN + got.size
-                continue
-            code, reason, size = got
-            nxt = probe_next(f, pos, size, file_size, budget)
-            if nxt is None and budget.spent_out:
-                code = "unsearched"
-                reason += ("; the search for a valid entry after it stopped, its work cap "
-                           "spent: what follows is unchecked")
-            elif nxt is None:
-                if code == "size-past-end":
-                    code = "torn-tail"
-                    reason += " (the tail of an append that did not finish)"
-                elif code == "bad-size" and _zero_tail(f, pos, file_size):
-                    code, reason = "zero-tail", "only zero bytes from here to the end"
-            if on_damage is not None:
-                on_damage(Damage(pos, code, reason, (nxt if nxt is not None else file_size)
-                                 - pos))
-            if nxt is None or not resync:
-                return
-            pos = nxt
-    except OSError as e:
-        raise LogDirIOError(f"{path}: read failed: {e.strerror}") from None
-    finally:
-        f.close()
+    return scan_entries(path, FRAMING, start, None, on_damage, max_entry, resync, chunk)
+
+
+FRAMING = Framing07()
