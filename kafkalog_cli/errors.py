@@ -80,14 +80,6 @@ class CorruptBatch(CorruptDataError):
     pass
 
 
-class CorruptIndex(CorruptDataError):
-    pass
-
-
-class BadFileName(CorruptDataError):
-    pass
-
-
 class DecompressionLimit(CorruptBatch):
     """Decompressed data would exceed the configured cap (hostile or broken input)."""
 

@@ -58,12 +58,3 @@ def _encode_unsigned(u: int) -> bytes:
         u >>= 7
     out.append(u)
     return bytes(out)
-
-
-def size_of_varint(value: int) -> int:
-    u = ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF
-    n = 1
-    while u >= 0x80:
-        u >>= 7
-        n += 1
-    return n

@@ -104,12 +104,6 @@ def note(msg: str) -> None:
         _emit(f"kafkalog: {msg}")
 
 
-def detail(msg: str) -> None:
-    """Only with -v."""
-    if settings.verbose and not settings.quiet:
-        _emit(f"kafkalog: {msg}")
-
-
 def adopt_terminal() -> None:
     """Once the settings are known: when a bar may share the terminal with stdout, route
     stdout through the live screen so data never lands on the bar's line."""

@@ -299,9 +299,3 @@ def write_report(fmt: str, head: dict[str, Any], partitions: list[dict[str, Any]
     for p in [*partitions, *(log_dirs or ())]:
         out.row({**p, **head})
     out.close()
-
-
-def write_all(renderer: Renderer, rows: Iterable[dict[str, Any]]) -> None:
-    for r in rows:
-        renderer.row(r)
-    renderer.close()

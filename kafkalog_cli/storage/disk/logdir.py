@@ -178,9 +178,6 @@ def scan_partition(path: Path, log_dir: LogDir | None = None) -> PartitionDir:
             owner.has_timeindex = True
         else:
             owner.has_txnindex = True
-    for off in part.snapshots:
-        if off in segs:
-            segs[off].has_snapshot = True
     part.segments = [segs[k] for k in sorted(segs)]
     return part
 

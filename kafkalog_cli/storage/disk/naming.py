@@ -29,9 +29,6 @@ SNAPSHOT = ".snapshot"
 CLEANED = ".cleaned"
 SWAP = ".swap"
 DELETED = ".deleted"
-SEGMENT_KINDS = (LOG, INDEX, TIMEINDEX, TXNINDEX, SNAPSHOT)
-INDEX_KINDS = (INDEX, TIMEINDEX, TXNINDEX)
-TEMP_SUFFIXES = (CLEANED, SWAP, DELETED)
 
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"

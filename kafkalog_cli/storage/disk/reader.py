@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from kafkalog_cli.codec.entry import Batch, decode_entry
+from kafkalog_cli.codec.entry import decode_entry
 from kafkalog_cli.codec.layout import LOG_OVERHEAD, LOG_OVERHEAD_SIZE
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.disk.logdir import PartitionDir
-from kafkalog_cli.storage.disk.segment import DamageSink, Segment, open_readable
+from kafkalog_cli.storage.disk.segment import Segment, open_readable
 
 
 def seek_position(seg: Segment, offset: int) -> int:
@@ -56,16 +56,3 @@ def segments_in_range(part: PartitionDir, from_offset: int | None = None,
             return
         yield seg, seek_position(seg, from_offset) if from_offset is not None else 0
 
-
-def partition_batches(part: PartitionDir, from_offset: int | None = None,
-                      to_offset: int | None = None,
-                      on_damage: DamageSink | None = None) -> Iterator[tuple[Segment, int, Batch]]:
-    """(segment, position, batch) in offset order, limited to batches that may hold
-    offsets in [from_offset, to_offset]; damage is reported to `on_damage`."""
-    for seg, start in segments_in_range(part, from_offset, to_offset):
-        for pos, batch in seg.batches(start, on_damage=on_damage):
-            if from_offset is not None and batch.last_offset < from_offset:
-                continue
-            if to_offset is not None and batch.magic == 2 and batch.base_offset > to_offset:
-                return
-            yield seg, pos, batch

@@ -74,7 +74,6 @@ class Segment:
     has_index: bool = False
     has_timeindex: bool = False
     has_txnindex: bool = False
-    has_snapshot: bool = False
     temp: str = ""  # read the files with this suffix (e.g. ".swap" while planning a recovery)
 
     def path(self, suffix: str) -> Path:
