@@ -112,6 +112,31 @@ class Framing(Protocol[E]):
         """Report the damage at `pos`; where the scan may resume, or None."""
 
 
+class Window:
+    """Up to `limit` bytes of the file from `base`, read only as far as a probe gets (each
+    read paid from the scan's budget), growing by doubling."""
+
+    def __init__(self, f: ReadableFile, base: int, limit: int, budget: ProbeBudget) -> None:
+        self.f, self.base, self.limit, self.budget = f, base, limit, budget
+        self.data = b""
+
+    def cover(self, n: int) -> bool:
+        """Hold the first min(n, limit) bytes; False when the budget cannot pay for them."""
+        n = min(n, self.limit)
+        have = len(self.data)
+        if n <= have:
+            return True
+        want = min(self.limit, max(n, 2 * have, PROBE_STEP)) - have
+        if not self.budget.spend(want):
+            return False
+        self.f.seek(self.base + have)
+        more = self.f.read(want)
+        self.data += more
+        if len(more) < want:  # the file shrank under us
+            self.limit = len(self.data)
+        return True
+
+
 class EntryScanner(Generic[E]):
     """Iterate `(position, entry)` over whole entries of `f` in [start, end)."""
 
@@ -171,28 +196,25 @@ class EntryScanner(Generic[E]):
             total = frame(buf, p, left, self.max_entry)
             if isinstance(total, Fault):
                 return fr.broken(self, pos, left, total)
-            if filled - p < total:
-                if total > len(buf):
-                    big = bytearray(total)
-                    have = filled - p
-                    big[:have] = buf[p:filled]
-                    f.seek(pos + have)
-                    if f.readinto(memoryview(big)[have:]) != total - have:
-                        self.add(Damage(pos, "torn-tail", "file shrank while reading", left))
-                        return None
-                    got = entry(memoryview(big))
-                    if isinstance(got, Fault):
-                        return fr.broken(self, pos, left, got)
-                    yield pos, got
-                    base, filled, p = pos + total, 0, 0
-                    f.seek(base)
-                    continue
+            if filled - p < total <= len(buf):
                 base, filled, p = self._refill(buf, mv, base, filled, p, total)
-            got = entry(mv[p:p + total])
+            if filled - p >= total:
+                view = mv[p:p + total]
+                p += total
+            else:  # larger than the buffer: read on its own (it is below max_entry)
+                big = bytearray(total)
+                have = filled - p
+                big[:have] = buf[p:filled]
+                f.seek(pos + have)
+                if f.readinto(memoryview(big)[have:]) != total - have:
+                    self.add(Damage(pos, "torn-tail", "file shrank while reading", left))
+                    return None
+                view = memoryview(big)
+                base, filled, p = pos + total, 0, 0
+            got = entry(view)
             if isinstance(got, Fault):
                 return fr.broken(self, pos, left, got)
             yield pos, got
-            p += total
 
     def _refill(self, buf: bytearray, mv: memoryview, base: int, filled: int,
                 p: int, need: int) -> tuple[int, int, int]:
@@ -293,24 +315,17 @@ class CurrentFraming:
         is read or checksummed is paid from the scan's budget: None once it is spent
         (`budget.spent_out`).
         """
-        f = s.file
         n = min(s.end - pos, s.window)
         if n <= HEADER_SIZE_UP_TO_MAGIC:
             return None
-        data = b""
-        limit = n - HEADER_SIZE_UP_TO_MAGIC  # candidate starts i < limit
+        w = Window(s.file, pos, n, s.budget)
         i = 0
-        while i < limit:
-            if len(data) < min(n, i + HEADER_SIZE_UP_TO_MAGIC + PROBE_STEP):
-                want = min(n, max(2 * len(data), i + HEADER_SIZE_UP_TO_MAGIC + PROBE_STEP))
-                if not s.budget.spend(want - len(data)):
+        while i < w.limit - HEADER_SIZE_UP_TO_MAGIC:  # a header must fit
+            if len(w.data) < min(w.limit, i + HEADER_SIZE_UP_TO_MAGIC + PROBE_STEP):
+                if not w.cover(i + HEADER_SIZE_UP_TO_MAGIC + PROBE_STEP):
                     return None
-                f.seek(pos + len(data))
-                data += f.read(want - len(data))
-                if len(data) < want:  # the file shrank under us
-                    n = len(data)
-                    limit = n - HEADER_SIZE_UP_TO_MAGIC
-                    continue
+                continue
+            data = w.data
             # candidates among the bytes read (a header must fit in them)
             seen = len(data) - HEADER_SIZE_UP_TO_MAGIC
             m = _MAGIC_CANDIDATE.search(data, i + MAGIC_POS, seen + MAGIC_POS)
@@ -328,18 +343,11 @@ class CurrentFraming:
             off, size = _unpack_overhead(data, i)
             total = size + LOG_OVERHEAD_SIZE
             if off >= 0 and size >= MIN_ENTRY_SIZE and pos + i + total <= s.end and \
-                    i + total <= n:
-                if len(data) < i + total:
-                    want = min(n, max(2 * len(data), i + total))
-                    if not s.budget.spend(want - len(data)):
-                        return None
-                    f.seek(pos + len(data))
-                    data += f.read(want - len(data))
-                    if len(data) < i + total:
-                        return None  # the file shrank under us
-                if not s.budget.spend(total):
-                    return None
-                if _crc_ok(data, i, total, data[i + MAGIC_POS]):
+                    i + total <= w.limit:
+                if not w.cover(i + total) or len(w.data) < i + total or \
+                        not s.budget.spend(total):
+                    return None  # the budget is spent, or the file shrank under us
+                if _crc_ok(w.data, i, total, data[i + MAGIC_POS]):
                     return pos + i
             i += 1
         return None

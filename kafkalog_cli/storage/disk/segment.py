@@ -53,6 +53,24 @@ def scan_entries(path: Path, framing: Framing[E], start: int = 0, end: int | Non
         report()
 
 
+def scan_after(path: Path, framing: Framing[E], start: int,
+               on_entry: Callable[[E], None] = lambda _e: None) -> tuple[int, bool]:
+    """Each whole entry after byte `start` (-1: all) to `on_entry`, skipping damage: what a
+    cut at `start` drops besides the bad entry there. How many, and whether the search for
+    them gave up somewhere (its work cap spent: more may follow)."""
+    gave_up = False
+    n = 0
+
+    def on_damage(d: Damage) -> None:
+        nonlocal gave_up
+        gave_up = gave_up or d.code == "unsearched"
+    for pos, got in scan_entries(path, framing, max(start, 0), None, on_damage, resync=True):
+        if pos > start:
+            n += 1
+            on_entry(got)
+    return n, gave_up
+
+
 def iter_batches(path: Path, start: int = 0, end: int | None = None,
                  on_damage: DamageSink | None = None,
                  max_entry: int | None = None, resync: bool = False) -> Iterator[tuple[int, Batch]]:

@@ -26,7 +26,6 @@ from kafkalog_cli.codec.message_v07 import SIZE, SIZE_LEN, encode_message_set, s
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.storage.formats.kafka07.layout import (
     CLEAN_SHUTDOWN,
-    partition_dir_name,
     scan_partition,
     segment_name,
 )
@@ -90,7 +89,7 @@ def generate(log_dir: Path, spec: Gen07Spec) -> tuple[dict[tuple[str, int], int]
     done: list[DamageDone] = []
     for topic in spec.topics:
         for p in range(spec.partitions):
-            pdir = log_dir / partition_dir_name(topic, p)
+            pdir = log_dir / f"{topic}-{p}"
             leos[(topic, p)] = _write_partition(pdir, topic, p, spec, rng, codecs)
             for kind in spec.damage:
                 done.append(_damage(pdir, kind))

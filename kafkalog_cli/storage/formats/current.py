@@ -4,7 +4,7 @@ queries and maintenance implement it; this module is its face for the commands).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
@@ -26,13 +26,12 @@ from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partitio
 from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
 from kafkalog_cli.storage.drills.generate import PRESETS, GenSpec, generate
 from kafkalog_cli.storage.maintenance import recover_run
-from kafkalog_cli.storage.maintenance.recover_run import Outcome, Progress, RecoverOptions
+from kafkalog_cli.storage.maintenance.recover_run import Ordered, Outcome, Progress, RecoverOptions
 from kafkalog_cli.storage.maintenance.recovery import validation_floor
 from kafkalog_cli.storage.queries import timelookup
 from kafkalog_cli.storage.queries.overview import lock_state, partition_info
 
 Row = dict[str, Any]
-Ordered = Callable[..., Iterator[Any]]  # commands/parallel.ordered: work over partitions in order
 ENTRY_KINDS: Final = {"logdir": "logDir", "archive": "logDir", "partition": "partitionDir",
                       "file": "segmentFile"}
 _SUFFIX_KINDS: Final = {naming.INDEX: "index-entry", naming.TIMEINDEX: "timeindex-entry",

@@ -29,6 +29,15 @@ from kafkalog_cli.storage.maintenance.replace import apply_loader_actions
 
 Row = dict[str, Any]
 Ordered = Callable[..., Iterator[Any]]
+
+
+def in_turn(items: list[Any], work: Callable[[Any], Any],
+            done: Callable[[Any], None] | None = None) -> Iterator[Any]:
+    """`work` over `items` in order, in this process (the -j map's signature)."""
+    for item in items:
+        yield work(item)
+        if done is not None:
+            done(item)
 Progress = Callable[[int], AbstractContextManager[Callable[[int], None]]]
 
 
@@ -105,18 +114,6 @@ def _size(part: PartitionDir) -> int:
     return sum(s.size for s in part.segments)
 
 
-def _ordered(o: RecoverOptions, items: list[Any], work: Callable[[Any], Any],
-             done: Callable[[Any], None] | None = None) -> Iterator[Any]:
-    """`work` over `items` in order: in -j workers when the command gave a map."""
-    if o.ordered is not None:
-        yield from o.ordered(items, work, done=done)
-        return
-    for item in items:
-        yield work(item)
-        if done is not None:
-            done(item)
-
-
 def recover(targets: list[Target], o: RecoverOptions, stack: ExitStack,
             progress: Progress) -> Outcome:
     full, force, dry_run = o.full, o.force, o.dry_run
@@ -191,7 +188,7 @@ def recover(targets: list[Target], o: RecoverOptions, stack: ExitStack,
 
     bar = stack.enter_context(progress(sum(s.size for x in parts for s in x.segments)))
     for part, (entry, rp_new, hw_new, checked, n) in zip(
-            parts, _ordered(o, parts, one, done=lambda x: bar(_size(x))), strict=True):
+            parts, (o.ordered or in_turn)(parts, one, done=lambda x: bar(_size(x))), strict=True):
         log_dir = part.path.parent.resolve()
         changed += n
         problems += len(entry["problems"])
@@ -234,7 +231,7 @@ def _check_after(parts: list[PartitionDir], report: list[dict[str, Any]],
 
     todo = [(part, r) for part, r in zip(parts, report, strict=True)
             if not (dry_run and r["actions"])]
-    for (part, r), (leo, left) in zip(todo, _ordered(o, [x for x, _ in todo], check),
+    for (part, r), (leo, left) in zip(todo, (o.ordered or in_turn)([x for x, _ in todo], check),
                                       strict=True):
         leos.setdefault(part.path.parent.resolve(), {})[part.key] = leo
         r["left"] = left

@@ -37,7 +37,7 @@ from kafkalog_cli.codec.checkpoint import (
     format_leader_epochs,
     parse_leader_epochs,
 )
-from kafkalog_cli.codec.model import Damage
+from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError
 from kafkalog_cli.storage.checks.batch_rules import BatchRules
@@ -45,7 +45,8 @@ from kafkalog_cli.storage.checks.log_state import LogEnd, epochs_from_log, state
 from kafkalog_cli.storage.disk import naming, safety
 from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.disk.logdir import PartitionDir
-from kafkalog_cli.storage.disk.segment import Segment, iter_batches, log_end_offset
+from kafkalog_cli.storage.disk.scan import CURRENT
+from kafkalog_cli.storage.disk.segment import Segment, log_end_offset, scan_after
 from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.rebuild import (
@@ -102,6 +103,22 @@ class Problem:
         return {"file": str(self.path), "position": self.position, "message": self.message}
 
 
+def cut_refused(problems: list[Problem], path: Path, pos: int, stop: str, unsearched: bool,
+                follows: str | None, who: str) -> bool:
+    """Whether cutting at `pos` must wait for --force: valid data follows (`follows` says
+    what), or whether any does is unknown; the problem says so."""
+    if unsearched:
+        problems.append(Problem(path, pos, f"{stop}; whether valid data follows is unknown: "
+                                "the search for entries after the damage gave up (too many "
+                                "look-alike headers to check). Salvage what follows first "
+                                "(kafkalog dump), or rerun with --force to truncate"))
+    elif follows:
+        problems.append(Problem(path, pos, f"{stop}; valid data follows ({follows}): cutting "
+                                f"here, as {who} would, drops them. Salvage them first "
+                                "(kafkalog dump), or rerun with --force to truncate"))
+    return unsearched or bool(follows)
+
+
 @dataclass
 class Plan:
     part: PartitionDir
@@ -140,20 +157,18 @@ def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | No
     batch there; and whether the search for them gave up somewhere (its work cap spent:
     more may follow)."""
     batches = records = 0
-    first = last = None
-    unsearched = False
+    first: int | None = None
+    last: int | None = None
 
-    def on_damage(d: Damage) -> None:
-        nonlocal unsearched
-        unsearched = unsearched or d.code == "unsearched"
-    for pos, b in iter_batches(path, max(start, 0), on_damage=on_damage, resync=True):
-        if pos <= start or not b.is_valid():
-            continue
-        batches += 1
-        with contextlib.suppress(CorruptDataError):
-            records += b.count
-        first = b.last_offset if first is None else first
-        last = b.last_offset
+    def count(b: Batch) -> None:
+        nonlocal batches, records, first, last
+        if b.is_valid():
+            batches += 1
+            with contextlib.suppress(CorruptDataError):
+                records += b.count
+            first = b.last_offset if first is None else first
+            last = b.last_offset
+    _n, unsearched = scan_after(path, CURRENT, start, count)
     return batches, records, first, last, unsearched
 
 
@@ -284,20 +299,11 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
         later_batches += b
         later_records += n
         unsearched = unsearched or gave_up
-    if unsearched and not force:
-        plan.problems.append(Problem(
-            seg.log_path, r.valid_bytes,
-            f"{stop}; whether valid data follows is unknown: the search for batches "
-            "after the damage gave up (too many look-alike headers to check). Salvage "
-            "what follows first, or rerun with --force to truncate"))
-        return False
-    if (nb or later_batches) and not force:
-        plan.problems.append(Problem(
-            seg.log_path, r.valid_bytes,
-            f"{stop}; valid data follows ({nrec} records in {nb} batches after it in "
-            f"this segment, {later_records} records in {later_batches} batches in "
-            f"{len(later)} later segments): cutting here, as a broker would, drops them. "
-            "Salvage them first, or rerun with --force to truncate"))
+    follows = (f"{nrec} records in {nb} batches after it in this segment, {later_records} "
+               f"records in {later_batches} batches in {len(later)} later segments"
+               if nb or later_batches else None)
+    if not force and cut_refused(plan.problems, seg.log_path, r.valid_bytes, stop,
+                                 unsearched, follows, "a broker"):
         return False
     plan.actions.append(Action(
         "truncate", seg.log_path, f"{stop} (everything from here on is invalid)",

@@ -65,8 +65,7 @@ class Kafka07Format:
     name: Final = "0.7"
     has_keys: Final = False
 
-    def find(self, path: Path) -> Target07 | None:
-        return find_target(path)
+    find = staticmethod(find_target)
 
     def partitions(self, target: Target07, linked: bool = False) -> list[Partition07]:
         return target.partitions

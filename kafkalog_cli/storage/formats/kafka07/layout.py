@@ -53,10 +53,6 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return m.group(1), int(m.group(2))
 
 
-def partition_dir_name(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
-
-
 @dataclass
 class Segment07:
     path: Path
@@ -78,19 +74,9 @@ class Partition07:
     odd_names: list[str] = field(default_factory=list)  # digits, but not 20 of them
     unknown: list[str] = field(default_factory=list)
 
-    @property
-    def name(self) -> tuple[str, int] | None:
-        return parse_partition_dir(self.path.name)
-
-    @property
-    def topic(self) -> str:
-        n = self.name
-        return n[0] if n else self.path.name
-
-    @property
-    def partition(self) -> int:
-        n = self.name
-        return n[1] if n else -1
+    def __post_init__(self) -> None:
+        self.name = parse_partition_dir(self.path.name)  # None: 0.7 cannot load the dir
+        self.topic, self.partition = self.key = self.name or (self.path.name, -1)
 
     @property
     def mixed(self) -> bool:
@@ -99,10 +85,6 @@ class Partition07:
     # what the commands changing partitions ask of every format's partitions
     log_dir: None = None  # no checkpoints: nothing in the log dir says where recovery starts
     topic_error: None = None  # 0.7 had no topic-name rule beyond the dir name's split
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return self.topic, self.partition
 
     def rescan(self) -> Partition07:
         return scan_partition(self.path)
@@ -138,22 +120,17 @@ class Target07:
         return FORMAT
 
 
-def _is_file(e: os.DirEntry[str]) -> bool:
+def _entry_is(e: os.DirEntry[str], kind: str) -> bool:
+    """Without following links; what cannot be stat'ed is neither."""
     try:
-        return e.is_file(follow_symlinks=False)
-    except OSError:
-        return False
-
-
-def _is_dir(e: os.DirEntry[str]) -> bool:
-    try:
-        return e.is_dir(follow_symlinks=False)
+        return e.is_dir(follow_symlinks=False) if kind == "dir" else \
+            e.is_file(follow_symlinks=False)
     except OSError:
         return False
 
 
 def _holds_v07(entries: list[os.DirEntry[str]]) -> bool:
-    return any(_SEGMENT_RE.match(e.name) and _is_file(e) for e in entries)
+    return any(_SEGMENT_RE.match(e.name) and _entry_is(e, "file") for e in entries)
 
 
 def _holds_modern(entries: list[os.DirEntry[str]]) -> bool:
@@ -163,7 +140,7 @@ def _holds_modern(entries: list[os.DirEntry[str]]) -> bool:
 def scan_partition(path: Path) -> Partition07:
     part = Partition07(path)
     for e in listdir(path):
-        if _is_dir(e):
+        if _entry_is(e, "dir"):
             part.unknown.append(e.name + "/")
             continue
         start = parse_segment_name(e.name)
@@ -202,7 +179,7 @@ def find_target(path: str | Path) -> Target07 | None:
     entries = listdir(p)
     if _holds_v07(entries):
         return Target07(p, "partition", [scan_partition(p)])
-    subdirs = [e for e in entries if _is_dir(e)]
+    subdirs = [e for e in entries if _entry_is(e, "dir")]
     kinds: list[tuple[os.DirEntry[str], bool, bool]] = []
     for e in subdirs:
         try:
@@ -220,6 +197,6 @@ def find_target(path: str | Path) -> Target07 | None:
             t.modern_dirs.append(Path(e.path))
         else:
             t.bad_dirs.append(e.name)
-    t.root_files = [e.name for e in entries if not _is_dir(e)]
+    t.root_files = [e.name for e in entries if not _entry_is(e, "dir")]
     t.linked = [Path(e.path) for e in entries if e.is_symlink() and parse_partition_dir(e.name)]
     return t

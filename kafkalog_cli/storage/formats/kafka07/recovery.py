@@ -38,6 +38,7 @@ from kafkalog_cli.storage.checks.findings import ERROR, Findings
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.files import fsync_dir
 from kafkalog_cli.storage.disk.safety import ensure_mutable, open_file
+from kafkalog_cli.storage.disk.segment import scan_after
 from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.formats.kafka07.check import check_target, target_problems
 from kafkalog_cli.storage.formats.kafka07.layout import (
@@ -46,11 +47,11 @@ from kafkalog_cli.storage.formats.kafka07.layout import (
     Target07,
     find_target,
 )
-from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
+from kafkalog_cli.storage.formats.kafka07.scan import FRAMING, iter_entries
 from kafkalog_cli.storage.maintenance.guard import lock_dirs, quarantines
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.recover_run import Outcome, Progress, RecoverOptions
-from kafkalog_cli.storage.maintenance.recovery import Action, Problem
+from kafkalog_cli.storage.maintenance.recovery import Action, Problem, cut_refused
 
 Row = dict[str, Any]
 
@@ -86,22 +87,6 @@ def _first_damage(seg: Segment07) -> tuple[int, Damage | None]:
     return valid, (found[0] if found else None)
 
 
-def _valid_after(seg: Segment07, start: int) -> tuple[int, bool]:
-    """Whole entries after byte `start`, skipping damage: what a cut there drops besides
-    the bad entry at `start` (-1: all of them); and whether the search for them gave up
-    somewhere (its work cap spent: more may follow)."""
-    n = 0
-    unsearched = False
-
-    def on_damage(d: Damage) -> None:
-        nonlocal unsearched
-        unsearched = unsearched or d.code == "unsearched"
-    for pos, _msg in iter_entries(seg.path, on_damage=on_damage, start=max(start, 0),
-                                  resync=True):
-        n += pos > start
-    return n, unsearched
-
-
 def plan_partition(part: Partition07, *, full: bool = False, force: bool = False) -> Plan07:
     plan = Plan07(part)
     if part.mixed:
@@ -119,26 +104,16 @@ def plan_partition(part: Partition07, *, full: bool = False, force: bool = False
         if damage is None:
             continue
         later = segs[i + 1:]
-        nmsg, unsearched = _valid_after(seg, valid)
+        nmsg, unsearched = scan_after(seg.path, FRAMING, valid)
         nlater = 0
         for s in later:
-            n, gave_up = _valid_after(s, -1)
+            n, gave_up = scan_after(s.path, FRAMING, -1)
             nlater += n
             unsearched = unsearched or gave_up
-        if unsearched and not force:
-            plan.problems.append(Problem(
-                seg.path, valid,
-                f"{damage.reason}; whether valid data follows is unknown: the search for "
-                "entries after the damage gave up (too many look-alike headers to check). "
-                "Salvage what follows first (kafkalog dump), or rerun with --force to truncate"))
-            return plan
-        if (nmsg or nlater) and not force:
-            plan.problems.append(Problem(
-                seg.path, valid,
-                f"{damage.reason}; valid data follows ({nmsg} entries after it in this "
-                f"segment, {nlater} in {len(later)} later segments): cutting here, as 0.7 "
-                "would, drops them. Salvage them first (kafkalog dump), or rerun with --force "
-                "to truncate"))
+        follows = (f"{nmsg} entries after it in this segment, {nlater} in {len(later)} "
+                   "later segments" if nmsg or nlater else None)
+        if not force and cut_refused(plan.problems, seg.path, valid, damage.reason,
+                                     unsearched, follows, "0.7"):
             return plan
         for s in reversed(later):
             plan.actions.append(Action("remove", s.path, "segment after the truncation point "

@@ -46,6 +46,7 @@ from kafkalog_cli.storage.disk.scan import (
     Fault,
     ProbeBudget,
     ReadableFile,
+    Window,
 )
 from kafkalog_cli.storage.disk.segment import DamageSink, scan_entries
 
@@ -165,31 +166,6 @@ def _frames_at(f: ReadableFile, q: int, file_size: int, budget: ProbeBudget) -> 
     return n if crc == int.from_bytes(head[-4:], "big") else None
 
 
-class _Window:
-    """Up to `limit` bytes of the file from `base`, read only as far as the probe gets (each
-    read paid from the budget), growing by doubling."""
-
-    def __init__(self, f: ReadableFile, base: int, limit: int, budget: ProbeBudget) -> None:
-        self.f, self.base, self.limit, self.budget = f, base, limit, budget
-        self.data = b""
-
-    def cover(self, n: int) -> bool:
-        """Hold the first min(n, limit) bytes; False when the budget cannot pay for them."""
-        n = min(n, self.limit)
-        have = len(self.data)
-        if n <= have:
-            return True
-        want = min(self.limit, max(n, 2 * have, PROBE_STEP)) - have
-        if not self.budget.spend(want):
-            return False
-        self.f.seek(self.base + have)
-        more = self.f.read(want)
-        self.data += more
-        if len(more) < want:  # the file shrank under us
-            self.limit = len(self.data)
-        return True
-
-
 def probe_next(f: ReadableFile, pos: int, size: int, file_size: int,
                budget: ProbeBudget | None = None) -> int | None:
     """Position of the next entry after damage at `pos` whose CRC checks out and whose
@@ -204,7 +180,7 @@ def probe_next(f: ReadableFile, pos: int, size: int, file_size: int,
     if size >= MIN_MESSAGE_SIZE and hint < file_size and _frames_at(f, hint, file_size, budget):
         return hint
     base = pos + 1
-    w = _Window(f, base, min(PROBE_WINDOW + PROBE_MAX_ENTRY, file_size - base), budget)
+    w = Window(f, base, min(PROBE_WINDOW + PROBE_MAX_ENTRY, file_size - base), budget)
     room = w.limit
     q_end = min(PROBE_WINDOW, room - SIZE_LEN) + 1  # candidates q < q_end (5 header bytes)
     searched, step = 0, PROBE_STEP
