@@ -93,7 +93,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[
         try:  # before the worker, which gives up on a master that is not there yet
             master, port = start_listening(
                 "the master", master_cmd, logs["master"], cwd=work,
-                env={**env, "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0"})
+                env={**env, "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0 "
+                     # no REST submission server: its fixed port (6066), taken by another
+                     # run's master, failed the master's start-up and it never answered
+                     # the worker ("the worker did not register")
+                     "-Dspark.master.rest.enabled=false"})
         except RuntimeError as e:
             pytest.fail(str(e), pytrace=False)
         procs.append(master)

@@ -29,6 +29,7 @@ SNAPSHOT = ".snapshot"
 CLEANED = ".cleaned"
 SWAP = ".swap"
 DELETED = ".deleted"
+INDEX_KINDS = (INDEX, TIMEINDEX, TXNINDEX)
 
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
