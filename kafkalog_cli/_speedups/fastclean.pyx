@@ -15,10 +15,11 @@ when it is not clean they change nothing and answer "not sure", and the caller r
 loop, which raises the same error the pure path always raised.
 """
 
+from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memcmp, memcpy, memmove
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, memcpy, memmove, memset
 
 from kafkalog_cli._speedups.fastcodec cimport kl_records_clean
 from kafkalog_cli.storage.maintenance.offset_map import FullError
@@ -31,30 +32,57 @@ cdef extern from *:
 
     /* MD5 (RFC 1321). K[i] = floor(2^32 * |sin(i + 1)|), as the RFC defines the table. */
     static uint32_t kl_md5_k[64];
-    static const unsigned char kl_md5_s[4][4] = {{7, 12, 17, 22}, {5, 9, 14, 20},
-                                                 {4, 11, 16, 23}, {6, 10, 15, 21}};
     static void kl_md5_init(void) {
         int i;
         for (i = 0; i < 64; i++) kl_md5_k[i] = (uint32_t)floor(fabs(sin(i + 1.0)) * 4294967296.0);
     }
     #define KL_ROTL(x, c) (((x) << (c)) | ((x) >> (32 - (c))))
 
+    /* one step: a = b + ((a + f(b, c, d) + m[g] + K[i]) <<< s), the four rounds unrolled */
+    #define KL_STEP(f, a, b, c, d, g, i, s) \
+        a += f(b, c, d) + m[g] + kl_md5_k[i]; a = b + KL_ROTL(a, s)
+    #define KL_FF(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
+    #define KL_GG(x, y, z) ((y) ^ ((z) & ((x) ^ (y))))
+    #define KL_HH(x, y, z) ((x) ^ (y) ^ (z))
+    #define KL_II(x, y, z) ((y) ^ ((x) | ~(z)))
+    #define KL_F(a, b, c, d, g, i, s) KL_STEP(KL_FF, a, b, c, d, g, i, s)
+    #define KL_G(a, b, c, d, g, i, s) KL_STEP(KL_GG, a, b, c, d, g, i, s)
+    #define KL_H(a, b, c, d, g, i, s) KL_STEP(KL_HH, a, b, c, d, g, i, s)
+    #define KL_I(a, b, c, d, g, i, s) KL_STEP(KL_II, a, b, c, d, g, i, s)
+
+    static inline uint32_t kl_le32(const unsigned char *b) {
+        return (uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) |
+               ((uint32_t)b[3] << 24);
+    }
+    #define KL_MD5_STEPS \
+    KL_F(a, b, c, d, 0, 0, 7); KL_F(d, a, b, c, 1, 1, 12); KL_F(c, d, a, b, 2, 2, 17); \
+    KL_F(b, c, d, a, 3, 3, 22); KL_F(a, b, c, d, 4, 4, 7); KL_F(d, a, b, c, 5, 5, 12); \
+    KL_F(c, d, a, b, 6, 6, 17); KL_F(b, c, d, a, 7, 7, 22); KL_F(a, b, c, d, 8, 8, 7); \
+    KL_F(d, a, b, c, 9, 9, 12); KL_F(c, d, a, b, 10, 10, 17); KL_F(b, c, d, a, 11, 11, 22); \
+    KL_F(a, b, c, d, 12, 12, 7); KL_F(d, a, b, c, 13, 13, 12); KL_F(c, d, a, b, 14, 14, 17); \
+    KL_F(b, c, d, a, 15, 15, 22); KL_G(a, b, c, d, 1, 16, 5); KL_G(d, a, b, c, 6, 17, 9); \
+    KL_G(c, d, a, b, 11, 18, 14); KL_G(b, c, d, a, 0, 19, 20); KL_G(a, b, c, d, 5, 20, 5); \
+    KL_G(d, a, b, c, 10, 21, 9); KL_G(c, d, a, b, 15, 22, 14); KL_G(b, c, d, a, 4, 23, 20); \
+    KL_G(a, b, c, d, 9, 24, 5); KL_G(d, a, b, c, 14, 25, 9); KL_G(c, d, a, b, 3, 26, 14); \
+    KL_G(b, c, d, a, 8, 27, 20); KL_G(a, b, c, d, 13, 28, 5); KL_G(d, a, b, c, 2, 29, 9); \
+    KL_G(c, d, a, b, 7, 30, 14); KL_G(b, c, d, a, 12, 31, 20); KL_H(a, b, c, d, 5, 32, 4); \
+    KL_H(d, a, b, c, 8, 33, 11); KL_H(c, d, a, b, 11, 34, 16); KL_H(b, c, d, a, 14, 35, 23); \
+    KL_H(a, b, c, d, 1, 36, 4); KL_H(d, a, b, c, 4, 37, 11); KL_H(c, d, a, b, 7, 38, 16); \
+    KL_H(b, c, d, a, 10, 39, 23); KL_H(a, b, c, d, 13, 40, 4); KL_H(d, a, b, c, 0, 41, 11); \
+    KL_H(c, d, a, b, 3, 42, 16); KL_H(b, c, d, a, 6, 43, 23); KL_H(a, b, c, d, 9, 44, 4); \
+    KL_H(d, a, b, c, 12, 45, 11); KL_H(c, d, a, b, 15, 46, 16); KL_H(b, c, d, a, 2, 47, 23); \
+    KL_I(a, b, c, d, 0, 48, 6); KL_I(d, a, b, c, 7, 49, 10); KL_I(c, d, a, b, 14, 50, 15); \
+    KL_I(b, c, d, a, 5, 51, 21); KL_I(a, b, c, d, 12, 52, 6); KL_I(d, a, b, c, 3, 53, 10); \
+    KL_I(c, d, a, b, 10, 54, 15); KL_I(b, c, d, a, 1, 55, 21); KL_I(a, b, c, d, 8, 56, 6); \
+    KL_I(d, a, b, c, 15, 57, 10); KL_I(c, d, a, b, 6, 58, 15); KL_I(b, c, d, a, 13, 59, 21); \
+    KL_I(a, b, c, d, 4, 60, 6); KL_I(d, a, b, c, 11, 61, 10); KL_I(c, d, a, b, 2, 62, 15); \
+    KL_I(b, c, d, a, 9, 63, 21);
+
     static void kl_md5_block(uint32_t st[4], const unsigned char *blk) {
-        uint32_t m[16], a = st[0], b = st[1], c = st[2], d = st[3], f, t;
-        int i, g;
-        for (i = 0; i < 16; i++)
-            m[i] = (uint32_t)blk[4 * i] | ((uint32_t)blk[4 * i + 1] << 8) |
-                   ((uint32_t)blk[4 * i + 2] << 16) | ((uint32_t)blk[4 * i + 3] << 24);
-        for (i = 0; i < 64; i++) {
-            if (i < 16) { f = (b & c) | (~b & d); g = i; }
-            else if (i < 32) { f = (d & b) | (~d & c); g = (5 * i + 1) & 15; }
-            else if (i < 48) { f = b ^ c ^ d; g = (3 * i + 5) & 15; }
-            else { f = c ^ (b | ~d); g = (7 * i) & 15; }
-            f += a + kl_md5_k[i] + m[g];
-            t = kl_md5_s[i >> 4][i & 3];
-            a = d; d = c; c = b;
-            b += KL_ROTL(f, t);
-        }
+        uint32_t m[16], a = st[0], b = st[1], c = st[2], d = st[3];
+        int i;
+        for (i = 0; i < 16; i++) m[i] = kl_le32(blk + 4 * i);
+        KL_MD5_STEPS
         st[0] += a; st[1] += b; st[2] += c; st[3] += d;
     }
 
@@ -80,14 +108,102 @@ cdef extern from *:
         }
     }
 
-    static inline void kl_prefetch(const void *p) { __builtin_prefetch(p, 1, 0); }
+    /* MD5 of n keys p[kpos[i]:kpos[i] + klen[i]] into out[16 * i]. Keys of one block (under
+       56 bytes, the usual) go eight at a time through vector lanes (GCC/Clang vector
+       extensions: SSE2 or better, whatever the target has): MD5 is a chain of dependent
+       steps, so one key at a time leaves the ALUs idle. */
+    #if defined(__GNUC__) || defined(__clang__)
+    typedef uint32_t kl_v8 __attribute__((vector_size(32)));
+    static void kl_md5_x8(const unsigned char *p, const int64_t *kpos, const int32_t *klen,
+                          const int64_t *idx, int k, unsigned char *out) {
+        unsigned char blk[8][64];
+        kl_v8 m[16], a, b, c, d;
+        int lane, w, i;
+        for (lane = 0; lane < 8; lane++) {
+            int32_t n = lane < k ? klen[idx[lane]] : 0;
+            uint64_t bits = (uint64_t)n << 3;
+            memset(blk[lane], 0, 64);
+            if (n) memcpy(blk[lane], p + kpos[idx[lane]], n);
+            blk[lane][n] = 0x80;
+            for (i = 0; i < 8; i++) blk[lane][56 + i] = (unsigned char)(bits >> (8 * i));
+        }
+        for (w = 0; w < 16; w++)
+            for (lane = 0; lane < 8; lane++) m[w][lane] = kl_le32(blk[lane] + 4 * w);
+        a = (kl_v8){0} + 0x67452301u;
+        b = (kl_v8){0} + 0xefcdab89u;
+        c = (kl_v8){0} + 0x98badcfeu;
+        d = (kl_v8){0} + 0x10325476u;
+        KL_MD5_STEPS
+        a += 0x67452301u; b += 0xefcdab89u; c += 0x98badcfeu; d += 0x10325476u;
+        for (lane = 0; lane < k; lane++) {
+            unsigned char *o = out + 16 * idx[lane];
+            uint32_t v[4] = {a[lane], b[lane], c[lane], d[lane]};
+            for (i = 0; i < 4; i++) {
+                o[4 * i] = (unsigned char)v[i];
+                o[4 * i + 1] = (unsigned char)(v[i] >> 8);
+                o[4 * i + 2] = (unsigned char)(v[i] >> 16);
+                o[4 * i + 3] = (unsigned char)(v[i] >> 24);
+            }
+        }
+    }
+    #define KL_LANES 8
+    #else
+    #define KL_LANES 0
+    #endif
+
+    static void kl_md5_many(const unsigned char *p, const int64_t *kpos, const int32_t *klen,
+                            int64_t n, unsigned char *out) {
+        int64_t i;
+    #if KL_LANES
+        int64_t idx[KL_LANES];
+        int k = 0;
+        for (i = 0; i < n; i++) {
+            if (klen[i] < 56) {
+                idx[k++] = i;
+                if (k == KL_LANES) { kl_md5_x8(p, kpos, klen, idx, k, out); k = 0; }
+            } else {
+                kl_md5(p + kpos[i], (size_t)klen[i], out + 16 * i);
+            }
+        }
+        if (k) kl_md5_x8(p, kpos, klen, idx, k, out);
+    #else
+        for (i = 0; i < n; i++) kl_md5(p + kpos[i], (size_t)klen[i], out + 16 * i);
+    #endif
+    }
+
+    /* The table: anonymous pages (zero, mapped on first touch), 2 MiB-aligned and with
+       transparent huge pages asked for where the kernel has them: a random probe per key
+       into tens of MiB otherwise misses the TLB as well as the caches. */
+    #include <sys/mman.h>
+    #define KL_HUGE ((size_t)2 << 20)
+    static unsigned char *kl_table_alloc(size_t n, void **base, size_t *len) {
+        size_t total = n + KL_HUGE;
+        unsigned char *p = (unsigned char *)mmap(NULL, total, PROT_READ | PROT_WRITE,
+                                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uintptr_t a;
+        if (p == (unsigned char *)MAP_FAILED) return NULL;
+        *base = p;
+        *len = total;
+        a = ((uintptr_t)p + KL_HUGE - 1) & ~(uintptr_t)(KL_HUGE - 1);
+    #ifdef MADV_HUGEPAGE
+        if (n >= KL_HUGE) madvise((void *)a, n & ~(KL_HUGE - 1), MADV_HUGEPAGE);
+    #endif
+        return (unsigned char *)a;
+    }
+    static void kl_table_free(void *base, size_t len) { if (base) munmap(base, len); }
+
+    static inline void kl_prefetch(const void *p) { __builtin_prefetch(p, 1, 3); }
     static inline int kl_sub_overflows(int64_t a, int64_t b, int64_t *out) {
         return __builtin_sub_overflow(a, b, out);
     }
     """
     void kl_md5_init() noexcept nogil
     void kl_md5(const unsigned char *p, size_t n, unsigned char *out) noexcept nogil
+    void kl_md5_many(const unsigned char *p, const int64_t *kpos, const int32_t *klen,
+                     int64_t n, unsigned char *out) noexcept nogil
     void kl_prefetch(const void *p) noexcept nogil
+    unsigned char *kl_table_alloc(size_t n, void **base, size_t *length) noexcept nogil
+    void kl_table_free(void *base, size_t length) noexcept nogil
     bint kl_sub_overflows(int64_t a, int64_t b, int64_t *out) noexcept nogil
 
 kl_md5_init()
@@ -98,6 +214,9 @@ cdef int64_t INT_MIN32 = -2147483648
 # per batch, hashes are computed first and the first slot of each prefetched, then the
 # probes run: the table is far bigger than the caches, so one miss per key is the cost
 DEF AHEAD = 1024
+DEF PROBES_AHEAD = 2
+DEF NO_SLOT_ = 0xFFFFFFFF
+NO_SLOT = NO_SLOT_
 
 # status of map_section
 MAPPED = 0
@@ -212,6 +331,14 @@ cdef inline uint32_t _slot(const unsigned char *h, int64_t attempt, uint32_t slo
     return <uint32_t>probe % slots
 
 
+cdef inline void _prefetch_probes(const unsigned char *buf, const unsigned char *h,
+                                  uint32_t slots) noexcept nogil:
+    # the first probes of a key: once the table fills, the second is often needed too
+    cdef int64_t a
+    for a in range(PROBES_AHEAD):
+        kl_prefetch(buf + <int64_t>_slot(h, a, slots) * ENTRY)
+
+
 cdef inline bint _empty(const unsigned char *e) noexcept nogil:
     cdef uint64_t a, b, c
     memcpy(&a, e, 8)
@@ -239,11 +366,15 @@ cdef class OffsetMap:
     """offset_map.OffsetMap, compiled: same constructor, attributes, put/get and table."""
 
     cdef unsigned char *buf
+    cdef void *mapped
+    cdef size_t mapped_len
     cdef readonly int64_t slots, max_entries
     cdef public int64_t size, latest_offset
 
     def __cinit__(self, memory, load_factor=0.9):
         self.buf = NULL
+        self.mapped = NULL
+        self.mapped_len = 0
 
     def __init__(self, memory, load_factor=0.9):
         cdef int64_t slots = memory // ENTRY
@@ -253,23 +384,24 @@ cdef class OffsetMap:
             raise ValueError("the dedupe buffer holds more than 2**31 - 1 entries")
         self.slots = slots
         self.max_entries = int(slots * load_factor)
-        # calloc: untouched pages stay unmapped, as bytearray's would
-        self.buf = <unsigned char *>calloc(slots, ENTRY)
+        self.buf = kl_table_alloc(slots * ENTRY, &self.mapped, &self.mapped_len)
         if self.buf == NULL:
             raise MemoryError()
         self.size = 0
         self.latest_offset = -1
 
     def __dealloc__(self):
-        free(self.buf)
+        kl_table_free(self.mapped, self.mapped_len)
 
-    cdef inline void _put(self, const unsigned char *h, int64_t offset) noexcept nogil:
-        """put() after the size check and the hash: insert or overwrite."""
+    cdef inline uint32_t _put(self, const unsigned char *h, int64_t offset) noexcept nogil:
+        """put() after the size check and the hash: insert or overwrite; the slot it took
+        (a hash never moves: the table has no deletes)."""
         cdef int64_t attempt = 0
         cdef unsigned char *e
-        cdef uint32_t slots = <uint32_t>self.slots
+        cdef uint32_t slots = <uint32_t>self.slots, slot
         while True:
-            e = self.buf + <int64_t>_slot(h, attempt, slots) * ENTRY
+            slot = _slot(h, attempt, slots)
+            e = self.buf + <int64_t>slot * ENTRY
             if memcmp(e, h, HASH) == 0:
                 _store_offset(e, offset)
                 break
@@ -280,6 +412,7 @@ cdef class OffsetMap:
                 break
             attempt += 1
         self.latest_offset = offset
+        return slot
 
     cdef inline int64_t _get(self, const unsigned char *h) noexcept nogil:
         cdef int64_t attempt = 0
@@ -324,25 +457,42 @@ cdef int _clean(bytes data, int64_t count, int64_t base_offset, int64_t base_tim
 
 
 def map_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
-                int64_t base_timestamp, bint create_time, int64_t start):
+                int64_t base_timestamp, bint create_time, int64_t start, bytearray memo=None):
     """build_offset_map's loop over one batch's records: every keyed record at or past
     `start` is put, in order. MAPPED; FULL when a record found the map full (the records
     before it are in, latest_offset is the last put); NOT_SURE (nothing put) when the
-    section is not clean: run the pure loop."""
+    section is not clean: run the pure loop.
+
+    `memo` (4 * count bytes) gets, per record, the slot its key's hash is in (NO_SLOT for a
+    record not put): filter_section then reads the key's latest offset there, with no
+    second MD5 and no probing."""
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
+    cdef uint32_t *slot_of = NULL
+    cdef int64_t *index_of
     cdef int64_t pos = 0, i, j, n, off
+    cdef uint32_t slot
     cdef Rec r
     cdef unsigned char *hashes
     cdef int64_t *offsets
+    cdef int64_t *kpos
+    cdef int32_t *klen
     cdef uint32_t slots = <uint32_t>m.slots
     if count <= 0:
         return MAPPED
     if not _clean(data, count, base_offset, base_timestamp, create_time):
         return NOT_SURE
-    hashes = <unsigned char *>malloc(AHEAD * (HASH + 8))
+    if memo is not None:
+        if len(memo) != 4 * count:
+            raise ValueError("memo: 4 bytes a record")
+        slot_of = <uint32_t *>PyByteArray_AS_STRING(memo)
+        memset(slot_of, 0xFF, 4 * count)
+    hashes = <unsigned char *>malloc(AHEAD * (HASH + 28))
     if hashes == NULL:
         raise MemoryError()
     offsets = <int64_t *>(hashes + AHEAD * HASH)
+    index_of = offsets + AHEAD
+    kpos = index_of + AHEAD
+    klen = <int32_t *>(kpos + AHEAD)
     try:
         i = 0
         while i < count:
@@ -353,14 +503,20 @@ def map_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
                 off = base_offset + r.offset_delta
                 if r.klen < 0 or off < start:
                     continue
-                kl_md5(p + r.kpos, r.klen, hashes + n * HASH)
-                kl_prefetch(m.buf + <int64_t>_slot(hashes + n * HASH, 0, slots) * ENTRY)
+                kpos[n] = r.kpos
+                klen[n] = r.klen
                 offsets[n] = off
+                index_of[n] = i - 1
                 n += 1
+            kl_md5_many(p, kpos, klen, n, hashes)
+            for j in range(n):
+                _prefetch_probes(m.buf, hashes + j * HASH, slots)
             for j in range(n):
                 if m.size >= m.max_entries:
                     return FULL
-                m._put(hashes + j * HASH, offsets[j])
+                slot = m._put(hashes + j * HASH, offsets[j])
+                if slot_of != NULL:
+                    slot_of[index_of[j]] = slot
     finally:
         free(hashes)
     return MAPPED
@@ -368,7 +524,7 @@ def map_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
 
 def filter_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
                    int64_t base_timestamp, log_append_time, bint drop_tombstones,
-                   horizon, int64_t new_horizon):
+                   horizon, int64_t new_horizon, bytearray memo=None):
     """_filter_batch's record loop for a v2 data batch that is not discarded.
 
     `drop_tombstones`: the batch's delete horizon has passed. `horizon`: the batch's delete
@@ -376,7 +532,8 @@ def filter_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
     none. Returns None (not clean: run the pure loop), or (kept, has_tombstone, body,
     base_timestamp, max_timestamp) where body is None when every record stays (the caller
     copies the batch or rebuilds it for its horizon), else the re-encoded records section
-    (uncompressed) of the kept records with the base and max timestamps its header needs."""
+    (uncompressed) of the kept records with the base and max timestamps its header needs.
+    `memo`: what map_section noted for this batch, if it did."""
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(data)
     cdef bint create_time = log_append_time is None
     cdef int64_t lat = 0 if create_time else <int64_t>log_append_time
@@ -389,18 +546,27 @@ def filter_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
     cdef Rec *recs
     cdef unsigned char *hashes
     cdef unsigned char *kept_flag
+    cdef int64_t *kpos
+    cdef int32_t *klen
     cdef unsigned char *out
     cdef int64_t kept = 0
     cdef uint32_t slots = <uint32_t>m.slots
+    cdef const uint32_t *slot_of = NULL
     if count <= 0:
         return None
+    if memo is not None:
+        if len(memo) != 4 * count:
+            raise ValueError("memo: 4 bytes a record")
+        slot_of = <const uint32_t *>PyByteArray_AS_STRING(memo)
     if not _clean(data, count, base_offset, base_timestamp, create_time):
         return None
-    recs = <Rec *>malloc(count * sizeof(Rec) + count + AHEAD * HASH)
+    recs = <Rec *>malloc(count * sizeof(Rec) + AHEAD * (HASH + 12) + count)
     if recs == NULL:
         raise MemoryError()
-    kept_flag = <unsigned char *>(recs + count)
-    hashes = kept_flag + count
+    kpos = <int64_t *>(recs + count)
+    klen = <int32_t *>(kpos + AHEAD)
+    hashes = <unsigned char *>(klen + AHEAD)
+    kept_flag = hashes + AHEAD * HASH
     out = NULL
     try:
         for i in range(count):
@@ -413,10 +579,16 @@ def filter_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
             while j < count and n < AHEAD:
                 off = base_offset + recs[j].offset_delta
                 if off <= latest and recs[j].klen >= 0:
-                    kl_md5(p + recs[j].kpos, recs[j].klen, hashes + n * HASH)
-                    kl_prefetch(m.buf + <int64_t>_slot(hashes + n * HASH, 0, slots) * ENTRY)
-                    n += 1
+                    if slot_of != NULL and slot_of[j] != NO_SLOT_:
+                        kl_prefetch(m.buf + <int64_t>slot_of[j] * ENTRY + HASH)
+                    else:
+                        kpos[n] = recs[j].kpos
+                        klen[n] = recs[j].klen
+                        n += 1
                 j += 1
+            kl_md5_many(p, kpos, klen, n, hashes)
+            for k in range(n):
+                _prefetch_probes(m.buf, hashes + k * HASH, slots)
             k = 0
             while i < j:
                 off = base_offset + recs[i].offset_delta
@@ -424,9 +596,12 @@ def filter_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
                 if off <= latest:
                     if recs[i].klen < 0:
                         keep = False
+                    elif slot_of != NULL and slot_of[i] != NO_SLOT_:
+                        found = _load_offset(m.buf + <int64_t>slot_of[i] * ENTRY)
                     else:
                         found = m._get(hashes + k * HASH)
                         k += 1
+                    if recs[i].klen >= 0:
                         if off < found:
                             keep = False
                         elif recs[i].vlen < 0:

@@ -203,14 +203,23 @@ class _TxnTracker:
         return False
 
 
+# the compiled map notes, per record of the dirty range, the slot of its key (4 bytes): the
+# rewrite then needs no second MD5; past this many bytes it hashes again (memory stays bound)
+MEMO_BUDGET = 16 << 20
+Memos = dict[tuple[int, int], bytearray]  # (segment base, batch position) -> slot per record
+
+
 def build_offset_map(part: PartitionDir, rng: CleanRange, aborted: list[ie.AbortedTxn],
-                     cfg: CleanerConfig, expected_keys: int) -> tuple[OffsetMap, int, bool]:
-    """Returns (map, end offset, whether the map filled)."""
+                     cfg: CleanerConfig, expected_keys: int,
+                     memos: Memos | None = None) -> tuple[OffsetMap, int, bool]:
+    """Returns (map, end offset, whether the map filled). `memos`, if given, gets the
+    compiled map's slot notes (see filter_section)."""
     # only as big as the dirty range needs (results are the same; RSS is not)
     need = int(max(expected_keys, 2) / cfg.load_factor) + 2
     memory = min(cfg.dedupe_buffer_size, need * ENTRY)
     m = offset_map.OffsetMap(memory, cfg.load_factor)
     fast = offset_map.FAST
+    budget = MEMO_BUDGET if memos is not None else 0
     start, end = rng.first_dirty, rng.first_uncleanable
     tracker = _TxnTracker(aborted, start, end)
     latest = start - 1
@@ -219,8 +228,9 @@ def build_offset_map(part: PartitionDir, rng: CleanRange, aborted: list[ie.Abort
                                         part.segments[i + 1].base_offset > start)]
     for i, seg in enumerate(segs):
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else end
+        log_path = seg.log_path  # a Path built once, not per batch
         for pos, b in seg.batches():
-            with locating(seg.log_path, pos):
+            with locating(log_path, pos):
                 if b.base_offset >= end if b.magic == 2 else b.last_offset >= end:
                     break
                 discard = tracker.on_batch(b)
@@ -229,8 +239,12 @@ def build_offset_map(part: PartitionDir, rng: CleanRange, aborted: list[ie.Abort
                     st = None
                     if fast is not None and isinstance(b, RecordBatch):
                         data, lat = b.records_section()
+                        memo = None
+                        if memos is not None and 0 < 4 * b.count <= budget:
+                            memo = memos[seg.base_offset, pos] = bytearray(4 * b.count)
+                            budget -= 4 * b.count
                         st = fast.map_section(m, data, b.count, b.base_offset,
-                                              b.base_timestamp, lat is None, start)
+                                              b.base_timestamp, lat is None, start, memo)
                         if st == fast.FULL:
                             return m, m.latest_offset + 1, True
                     if st is None or st == fast.NOT_SURE:
@@ -280,7 +294,8 @@ def group_segments(segs: list[Segment], first_uncleanable: int,
 
 def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: CleanerConfig,
                   active: dict[int, tuple[int, int]], first_uncleanable: int,
-                  legacy_keep_tombstones: bool) -> tuple[bytes | None, int]:
+                  legacy_keep_tombstones: bool,
+                  memo: bytearray | None = None) -> tuple[bytes | None, int]:
     """filterTo for one batch: (bytes to write or None, records kept)."""
     retain_empty = False
     if b.magic == 2 and b.producer_id >= 0 and b.producer_id in active:
@@ -303,7 +318,7 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
     if discardable and not retain_empty:
         return None, 0
     if offset_map.FAST is not None and not discardable and isinstance(b, RecordBatch):
-        done = _filter_compiled(b, m, now, cfg, retain_empty)
+        done = _filter_compiled(b, m, now, cfg, retain_empty, memo)
         if done is not None:
             return done
     kept_recs = []
@@ -349,7 +364,8 @@ def _nothing_kept(b: Batch, retain_empty: bool) -> tuple[bytes | None, int]:
 
 
 def _filter_compiled(b: RecordBatch, m: OffsetMap, now: int, cfg: CleanerConfig,
-                     retain_empty: bool) -> tuple[bytes | None, int] | None:
+                     retain_empty: bool, memo: bytearray | None
+                     ) -> tuple[bytes | None, int] | None:
     """_filter_batch's record loop in the compiled core (offset_map.FAST): the same bytes,
     or None when it is not sure (a section that does not decode cleanly: the pure loop then
     raises what it always raised)."""
@@ -357,7 +373,8 @@ def _filter_compiled(b: RecordBatch, m: OffsetMap, now: int, cfg: CleanerConfig,
     horizon = b.delete_horizon_ms
     res = offset_map.FAST.filter_section(
         m, data, b.count, b.base_offset, b.base_timestamp, lat,
-        not (horizon is None or now < horizon), horizon, now + cfg.delete_retention_ms)
+        not (horizon is None or now < horizon), horizon, now + cfg.delete_retention_ms,
+        memo if memo is not None and len(memo) == 4 * b.count else None)
     if res is None:
         return None
     kept, has_tombstone, body, base_ts, max_ts = res
@@ -401,11 +418,13 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
                 *, dry_run: bool = False, fsync: bool = True) -> RoundResult:
     expected = 0
     for s in part.segments:
+        log_path = s.log_path
         for pos, b in s.batches():
-            with locating(s.log_path, pos):
+            with locating(log_path, pos):
                 if b.last_offset >= rng.first_dirty and b.base_offset < rng.first_uncleanable:
                     expected += b.count if b.magic == 2 else 1
-    m, end, full = build_offset_map(part, rng, aborted, cfg, expected)
+    memos: Memos = {}
+    m, end, full = build_offset_map(part, rng, aborted, cfg, expected, memos)
     res = RoundResult(end, map_full=full)
     active = {pid: (e.last_offset, e.epoch) for pid, e in state.entries.items()
               if e.timestamp < 0 or now - e.timestamp < cfg.producer_id_expiration_ms}
@@ -426,15 +445,17 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
         out = None if dry_run else safety.open_file(out_path, part.path.parent, "temp")
         try:
             for seg in group:
-                seg_mtime = int(os.stat(seg.log_path).st_mtime * 1000)
+                log_path = seg.log_path
+                seg_mtime = int(os.stat(log_path).st_mtime * 1000)
                 keep_tomb = seg_mtime > legacy_horizon
                 for pos, b in seg.batches():
                     res.batches_in += 1
                     res.bytes_in += b.size
-                    with locating(seg.log_path, pos):
+                    with locating(log_path, pos):
                         res.records_in += b.count
                         data, n_out = _filter_batch(b, tracker.on_batch(b), m, now, cfg,
-                                                    active, rng.first_uncleanable, keep_tomb)
+                                                    active, rng.first_uncleanable, keep_tomb,
+                                                    memos.pop((seg.base_offset, pos), None))
                     if data is None:
                         continue
                     res.batches_out += 1

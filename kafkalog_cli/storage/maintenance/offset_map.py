@@ -70,6 +70,10 @@ class OffsetMap:
                 break
         self.latest_offset = offset
 
+    def table(self) -> bytes:
+        """The whole slot array."""
+        return bytes(self.buf)
+
     def get(self, key: bytes) -> int:
         h = hashlib.md5(key).digest()
         buf = self.buf
