@@ -6,6 +6,7 @@ filter, the same compacted log dirs (every file) from the CLI, and the same erro
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -355,3 +356,24 @@ def test_past_the_memo_budget_the_rewrite_hashes_again_and_writes_the_same(tmp_p
     assert noted == [4 * 25 * 30]
     logs = {k: v for k, v in _files(want).items() if k.endswith((".log", ".index", ".timeindex"))}
     assert {k: v for k, v in _files(got).items() if k in logs} == logs
+
+
+@needs_ext
+def test_keyless_records_and_a_full_map_compiled_or_pure(tmp_path):
+    """Keyless records among keyed ones, a map that fills every few keys: both ways alike."""
+    src = tmp_path / "src"
+    for n in range(6):
+        lines = "".join(json.dumps({"key": None if (i + n) % 5 == 0 else f"k{(i * 7 + n) % 13}",
+                                    "value": None if i % 11 == 3 else "v" * (i % 30)}) + "\n"
+                        for i in range(40))
+        p = subprocess.run(
+            [sys.executable, "-m", "kafkalog_cli", "append", str(src), "--create", "--topic",
+             "demo", "--partition", "0", "--segment-bytes", "1200", "--batch-records", str(n + 1),
+             "--codec", ("none", "lz4", "zstd")[n % 3], "--now", str(NOW)],
+            input=lines.encode(), capture_output=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+    for args in ([], ["--dedupe-buffer-size", str(24 * 6)]):
+        shutil.rmtree(tmp_path / "pure", ignore_errors=True)
+        shutil.rmtree(tmp_path / "compiled", ignore_errors=True)
+        files = _compact_both(tmp_path, src, args)
+        assert files != _files(src)

@@ -257,7 +257,11 @@ def build_offset_map(part: PartitionDir, rng: CleanRange, aborted: list[ie.Abort
                         return m, m.latest_offset + 1, True
             if b.last_offset >= start:
                 latest = max(latest, b.last_offset)
+                m.latest_offset = b.last_offset  # the map's updateLatestOffset, per batch
         latest = max(latest, nxt - 1)
+        # and past any offset gap at the segment's end: the filter then judges every record
+        # of the round (a keyless one at the tail goes), not only those up to the last key
+        m.latest_offset = nxt - 1
     return m, min(latest + 1, end), False
 
 
