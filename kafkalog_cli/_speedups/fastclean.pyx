@@ -208,6 +208,29 @@ cdef extern from *:
 
 kl_md5_init()
 
+
+cdef _self_check():
+    """The MD5 here against hashlib's, scalar and lanes, at import: a difference (a libm whose
+    sin() rounds otherwise, a compiler fault) makes the import fail and the pure map run."""
+    import hashlib
+    cdef bytes keys = b"".join(bytes([i]) * i for i in range(70))
+    cdef int64_t kpos[70]
+    cdef int32_t klen[70]
+    cdef unsigned char out[70 * 16]
+    cdef int64_t i, at = 0
+    for i in range(70):
+        kpos[i] = at
+        klen[i] = <int32_t>i
+        at += i
+    kl_md5_many(<const unsigned char *>PyBytes_AS_STRING(keys), kpos, klen, 70, out)
+    for i in range(70):
+        want = hashlib.md5(bytes([i]) * i).digest()
+        if PyBytes_FromStringAndSize(<const char *>out + 16 * i, 16) != want or md5(
+                bytes([i]) * i) != want:
+            raise ImportError("fastclean: MD5 self-check failed; the pure cleaner runs")
+
+
+
 DEF ENTRY = 24
 DEF HASH = 16
 cdef int64_t INT_MIN32 = -2147483648
@@ -230,6 +253,9 @@ def md5(key):
     cdef bytes k = bytes(key)
     kl_md5(<const unsigned char *>PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k), out)
     return PyBytes_FromStringAndSize(<const char *>out, 16)
+
+
+_self_check()
 
 
 # --- varints of a section kl_records_clean has accepted (no bounds to check) --------------
@@ -479,13 +505,13 @@ def map_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
     cdef uint32_t slots = <uint32_t>m.slots
     if count <= 0:
         return MAPPED
-    if not _clean(data, count, base_offset, base_timestamp, create_time):
-        return NOT_SURE
-    if memo is not None:
+    if memo is not None:  # "no slot" for every record, whatever follows
         if len(memo) != 4 * count:
             raise ValueError("memo: 4 bytes a record")
         slot_of = <uint32_t *>PyByteArray_AS_STRING(memo)
         memset(slot_of, 0xFF, 4 * count)
+    if not _clean(data, count, base_offset, base_timestamp, create_time):
+        return NOT_SURE
     hashes = <unsigned char *>malloc(AHEAD * (HASH + 28))
     if hashes == NULL:
         raise MemoryError()
