@@ -174,8 +174,17 @@ cdef extern from *:
     /* The table: anonymous pages (zero, mapped on first touch), 2 MiB-aligned and with
        transparent huge pages asked for where the kernel has them: a random probe per key
        into tens of MiB otherwise misses the TLB as well as the caches. */
-    #include <sys/mman.h>
     #define KL_HUGE ((size_t)2 << 20)
+    #ifdef _WIN32
+    #include <stdlib.h>
+    static unsigned char *kl_table_alloc(size_t n, void **base, size_t *len) {
+        *base = calloc(n ? n : 1, 1);
+        *len = n;
+        return (unsigned char *)*base;
+    }
+    static void kl_table_free(void *base, size_t len) { (void)len; free(base); }
+    #else
+    #include <sys/mman.h>
     static unsigned char *kl_table_alloc(size_t n, void **base, size_t *len) {
         size_t total = n + KL_HUGE;
         unsigned char *p = (unsigned char *)mmap(NULL, total, PROT_READ | PROT_WRITE,
@@ -191,6 +200,7 @@ cdef extern from *:
         return (unsigned char *)a;
     }
     static void kl_table_free(void *base, size_t len) { if (base) munmap(base, len); }
+    #endif
 
     static inline void kl_prefetch(const void *p) { __builtin_prefetch(p, 1, 3); }
     static inline int kl_sub_overflows(int64_t a, int64_t b, int64_t *out) {
@@ -230,12 +240,11 @@ cdef _self_check():
             raise ImportError("fastclean: MD5 self-check failed; the pure cleaner runs")
 
 
-
 DEF ENTRY = 24
 DEF HASH = 16
 cdef int64_t INT_MIN32 = -2147483648
-# per batch, hashes are computed first and the first slot of each prefetched, then the
-# probes run: the table is far bigger than the caches, so one miss per key is the cost
+# per batch, the keys are hashed first and their first PROBES_AHEAD slots prefetched, then
+# the probes run: the table is far bigger than the caches, and a miss costs more than an MD5
 DEF AHEAD = 1024
 DEF PROBES_AHEAD = 2
 DEF NO_SLOT_ = 0xFFFFFFFF
