@@ -5,9 +5,9 @@ Goals (issue 17): >= 1 M records/s, and <= 64 MiB peak RSS above the baseline.
 Input: one 64 MiB segment of 1.1 M records (every one of 1 M keys once, then 10 % of them
 again: 100 k records go), built once under bench/out/compact/ (git-ignored). Each run compacts
 a fresh copy in a child process (`kafkalog compact`, the whole command: start-up, offset map,
-rewrite, index rebuild, fsyncs and the segment replacement) and takes its wall time and peak
-RSS (ru_maxrss). The baseline is a child that imports the same command and stops before any
-work (`kafkalog compact --help`): the difference is what compaction itself costs.
+rewrite, index rebuild, fsyncs and the segment replacement) and takes its wall time, CPU time
+and peak RSS (ru_maxrss). The baseline is a child that imports the same command and stops
+before any work (`kafkalog compact --help`): the difference is what compaction itself costs.
 
 Children run with bytecode caching on (PYTHONDONTWRITEBYTECODE dropped from their
 environment), as an installed kafkalog has its .pyc files: compiling kafkalog's sources on
@@ -62,17 +62,19 @@ def _env() -> dict[str, str]:
     return env
 
 
-def child_peak(args: list[str]) -> tuple[float, int]:
-    """(wall seconds, peak RSS in KiB) of `args` run in a child of a small runner."""
+def child_peak(args: list[str]) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in KiB, CPU seconds) of `args` run in a child of a small
+    runner. CPU time is the figure to read on a busy machine: wall time waits for a core."""
     code = ("import resource, subprocess, sys, time\n"
             "t = time.perf_counter()\n"
             "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
             "dt = time.perf_counter() - t\n"
             "assert p.returncode == 0, p.stderr\n"
-            "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+            "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+            "print(dt, u.ru_maxrss, u.ru_utime + u.ru_stime)\n")
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                          check=True, env=_env()).stdout.split()
-    return float(out[0]), int(out[1])
+    return float(out[0]), int(out[1]), float(out[2])
 
 
 def _spread(xs: list[float], digits: int = 1) -> dict[str, float]:
@@ -97,16 +99,18 @@ def run(runs: int = 5) -> dict[str, Any]:
     kafkalog = [sys.executable, "-m", "kafkalog_cli"]
     child_peak([*kafkalog, "compact", "--help"])  # writes the .pyc files once
     load_before = os.getloadavg()
-    rates, secs, peaks, bases = [], [], [], []
+    rates, secs, cpu_rates, cpus, peaks, bases = [], [], [], [], [], []
     work = OUT / "work"
     for _ in range(runs):
         shutil.rmtree(work, ignore_errors=True)
         shutil.copytree(d, work)
-        _, base_kib = child_peak([*kafkalog, "compact", "--help"])
-        dt, peak_kib = child_peak([*kafkalog, "compact", str(work / "t-0"), "--force",
-                                   "--now", NOW_MS, "--no-quarantine"])
+        _, base_kib, _ = child_peak([*kafkalog, "compact", "--help"])
+        dt, peak_kib, cpu = child_peak([*kafkalog, "compact", str(work / "t-0"), "--force",
+                                        "--now", NOW_MS, "--no-quarantine"])
         secs.append(dt)
         rates.append(RECORDS / dt)
+        cpus.append(cpu)
+        cpu_rates.append(RECORDS / cpu)
         peaks.append(peak_kib / 1024)
         bases.append(base_kib / 1024)
     shutil.rmtree(work, ignore_errors=True)
@@ -121,6 +125,8 @@ def run(runs: int = 5) -> dict[str, Any]:
         "compiled": _compiled(),
         "records_per_s": _spread(rates, 0),
         "seconds": _spread(secs, 3),
+        "records_per_cpu_s": _spread(cpu_rates, 0),
+        "cpu_seconds": _spread(cpus, 3),
         "peak_rss_mib": _spread(peaks),
         "baseline_rss_mib": _spread(bases),
         "above_baseline_mib": _spread(above),
