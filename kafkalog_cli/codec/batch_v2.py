@@ -377,8 +377,29 @@ def encode_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, S
         max_ts = NO_TIMESTAMP if max_timestamp is None else max_timestamp
         lod = 0 if last_offset_delta is None else last_offset_delta
         codec = codecs.NONE
+    return assemble_batch(body, len(recs), base_offset=base_offset, last_offset_delta=lod,
+                          base_timestamp=base_ts, max_timestamp=max_ts, codec=codec, level=level,
+                          timestamp_type=timestamp_type, log_append_time=log_append_time,
+                          producer_id=producer_id, producer_epoch=producer_epoch,
+                          base_sequence=base_sequence,
+                          partition_leader_epoch=partition_leader_epoch,
+                          transactional=transactional, control=control,
+                          delete_horizon=delete_horizon_ms is not None)
+
+
+def assemble_batch(body: bytes, count: int, *, base_offset: int, last_offset_delta: int,
+                   base_timestamp: int, max_timestamp: int, codec: int = codecs.NONE,
+                   level: int | None = None, timestamp_type: int = 0,
+                   log_append_time: int | None = None, producer_id: int = -1,
+                   producer_epoch: int = -1, base_sequence: int = -1,
+                   partition_leader_epoch: int = -1, transactional: bool = False,
+                   control: bool = False, delete_horizon: bool = False) -> bytes:
+    """The batch around an encoded (uncompressed) records section of `count` records: the
+    compression, the header and its CRC. encode_batch's second half, shared with the
+    compiled cleaner, which re-encodes the kept records itself."""
     if codec != codecs.NONE:
         body = codecs.compress(codec, body, level=level)
+    max_ts = max_timestamp
     attributes = codec & ATTR_CODEC_MASK
     if timestamp_type == 1:
         attributes |= ATTR_TIMESTAMP_TYPE
@@ -388,12 +409,12 @@ def encode_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, S
         attributes |= ATTR_TRANSACTIONAL
     if control:
         attributes |= ATTR_CONTROL
-    if delete_horizon_ms is not None:
+    if delete_horizon:
         attributes |= ATTR_DELETE_HORIZON
     length = V2_HEADER_SIZE - LOG_OVERHEAD_SIZE + len(body)
     header = bytearray(V2_HEADER.pack(base_offset, length, partition_leader_epoch, MAGIC, 0,
-                                      attributes, lod, base_ts, max_ts, producer_id,
-                                      producer_epoch, base_sequence, len(recs)))
+                                      attributes, last_offset_delta, base_timestamp, max_ts,
+                                      producer_id, producer_epoch, base_sequence, count))
     out = header + body
     V2_CRC.pack_into(out, V2_CRC_POS, crc32c(memoryview(out)[V2_ATTRIBUTES_POS:]))
     return bytes(out)

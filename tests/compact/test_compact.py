@@ -34,8 +34,7 @@ def raw_records(pdir: Path) -> list[dict]:
 
 def model(records: list[dict], uncleanable: int, drop_tombstones: bool) -> list[tuple]:
     """Latest record per key below `uncleanable`; keyless and aborted data dropped;
-    tombstones kept unless their horizon has passed; everything from `uncleanable` on, and
-    past the last mapped key, kept."""
+    tombstones kept unless their horizon has passed; everything from `uncleanable` on kept."""
     aborted_offsets = set()
     pending: dict[int, list[int]] = {}
     for r in records:
@@ -51,17 +50,16 @@ def model(records: list[dict], uncleanable: int, drop_tombstones: bool) -> list[
         if r["offset"] < uncleanable and r["key"] is not None and \
                 r["offset"] not in aborted_offsets:
             latest[r["key"]] = r["offset"]
-    # Cleaner.shouldRetainRecord keeps anything past the last offset put in the map, even a
-    # keyless record: the map's latestOffset bounds what the round may judge
-    last_mapped = max(latest.values(), default=-1)
+    # Cleaner.shouldRetainRecord keeps anything past the map's latestOffset, but the map
+    # moves that to each batch's last offset and each segment's end as it is built
+    # (buildOffsetMapForSegment): when the map does not fill, a round judges all it rewrites
     keep = []
     for r in data:
         if r["offset"] >= uncleanable:
             keep.append(r)
         elif r["offset"] in aborted_offsets:
             continue  # aborted batches are discarded whole, before any record rule
-        elif r["offset"] > last_mapped or (
-                r["key"] is not None and latest.get(r["key"]) == r["offset"] and
+        elif (r["key"] is not None and latest.get(r["key"]) == r["offset"] and
                 not (drop_tombstones and r["value"] is None)):
             keep.append(r)
     return [(r["offset"], r["key"], r["value"], r["ts"]) for r in keep]
@@ -124,6 +122,28 @@ def test_compact_agrees_with_the_model(tmp_path, seed, buffer):
     assert_clean_and_kafka_python_reads(ld)
     ckpt = (ld / "cleaner-offset-checkpoint").read_text().split()
     assert ckpt[-1] == str(u)
+
+
+def test_keyless_records_after_the_last_key_of_a_round_go_too(tmp_path):
+    """Kafka's map moves its latestOffset to each batch's last offset and to each segment's
+    end, so the round judges its keyless tail (and drops it) instead of keeping everything
+    past the last key it put; a round that fills the map stops at what it mapped."""
+    ld = tmp_path / "ld"
+    common = ["--create", "--topic", "t", "--partition", "0", "--segment-bytes", "1500",
+              "--now", str(NOW)]
+    lines = "".join(json.dumps({"key": f"k{i % 4}", "value": "v" * 40}) + "\n"
+                    for i in range(12))
+    lines += "".join(json.dumps({"key": None, "value": "x" * 40}) + "\n" for _ in range(12))
+    assert run("append", ld, *common, "--batch-records", "3", stdin=lines.encode()).code == 0
+    assert run("append", ld, *common, stdin=b'{"key": "last", "value": "z"}\n').code == 0
+    pdir = ld / "t-0"
+    before, u = raw_records(pdir), active_base(pdir)
+    assert any(r["key"] is None and r["offset"] < u for r in before)
+    r = run("compact", pdir, "--force", "--now", NOW, "--no-quarantine")
+    assert r.code == 0, r.err
+    after = data_of(pdir)
+    assert after == model(before, u, drop_tombstones=False)
+    assert not any(k is None and o < u for o, k, _v, _t in after)
 
 
 def test_tombstones_go_after_the_delete_horizon(tmp_path):

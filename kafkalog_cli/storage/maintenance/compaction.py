@@ -22,21 +22,23 @@ from __future__ import annotations
 
 import heapq
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.codec import index_entry as ie
-from kafkalog_cli.codec.batch_v2 import RecordBatch, encode_batch
+from kafkalog_cli.codec.batch_v2 import RecordBatch, assemble_batch, encode_batch
 from kafkalog_cli.codec.control import ABORT, COMMIT, parse_control
 from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.message_v01 import LegacyBatch, encode_message_set
-from kafkalog_cli.codec.model import Header
+from kafkalog_cli.codec.model import Header, Record
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, locating
 from kafkalog_cli.storage.disk import naming, safety
 from kafkalog_cli.storage.disk.files import fsync_dir
 from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.segment import Segment, log_end_offset
 from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.maintenance import offset_map
 from kafkalog_cli.storage.maintenance.offset_map import ENTRY, FullError, OffsetMap
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
 from kafkalog_cli.storage.maintenance.rebuild import rebuild_segment, txn_on_disk
@@ -201,13 +203,23 @@ class _TxnTracker:
         return False
 
 
+# the compiled map notes, per record of the dirty range, the slot of its key (4 bytes): the
+# rewrite then needs no second MD5; past this many bytes it hashes again (memory stays bound)
+MEMO_BUDGET = 16 << 20
+Memos = dict[tuple[int, int], bytearray]  # (segment base, batch position) -> slot per record
+
+
 def build_offset_map(part: PartitionDir, rng: CleanRange, aborted: list[ie.AbortedTxn],
-                     cfg: CleanerConfig, expected_keys: int) -> tuple[OffsetMap, int, bool]:
-    """Returns (map, end offset, whether the map filled)."""
+                     cfg: CleanerConfig, expected_keys: int,
+                     memos: Memos | None = None) -> tuple[OffsetMap, int, bool]:
+    """Returns (map, end offset, whether the map filled). `memos`, if given, gets the
+    compiled map's slot notes (see filter_section)."""
     # only as big as the dirty range needs (results are the same; RSS is not)
     need = int(max(expected_keys, 2) / cfg.load_factor) + 2
     memory = min(cfg.dedupe_buffer_size, need * ENTRY)
-    m = OffsetMap(memory, cfg.load_factor)
+    m = offset_map.OffsetMap(memory, cfg.load_factor)
+    fast = offset_map.FAST
+    budget = MEMO_BUDGET if memos is not None else 0
     start, end = rng.first_dirty, rng.first_uncleanable
     tracker = _TxnTracker(aborted, start, end)
     latest = start - 1
@@ -216,12 +228,27 @@ def build_offset_map(part: PartitionDir, rng: CleanRange, aborted: list[ie.Abort
                                         part.segments[i + 1].base_offset > start)]
     for i, seg in enumerate(segs):
         nxt = segs[i + 1].base_offset if i + 1 < len(segs) else end
+        log_path = seg.log_path  # a Path built once, not per batch
         for pos, b in seg.batches():
-            with locating(seg.log_path, pos):
+            with locating(log_path, pos):
                 if b.base_offset >= end if b.magic == 2 else b.last_offset >= end:
                     break
                 discard = tracker.on_batch(b)
-                recs = b.records() if not b.is_control and not discard else []
+                recs: Iterable[Record] = ()
+                if not b.is_control and not discard:
+                    st = None
+                    if fast is not None and isinstance(b, RecordBatch):
+                        data, lat = b.records_section()
+                        memo = None
+                        if memos is not None and 0 < 4 * b.count <= budget:
+                            memo = memos[seg.base_offset, pos] = bytearray(4 * b.count)
+                            budget -= 4 * b.count
+                        st = fast.map_section(m, data, b.count, b.base_offset,
+                                              b.base_timestamp, lat is None, start, memo)
+                        if st == fast.FULL:
+                            return m, m.latest_offset + 1, True
+                    if st is None or st == fast.NOT_SURE:
+                        recs = b.records()
             for r in recs:
                 if r.key is not None and r.offset >= start:
                     try:
@@ -230,7 +257,11 @@ def build_offset_map(part: PartitionDir, rng: CleanRange, aborted: list[ie.Abort
                         return m, m.latest_offset + 1, True
             if b.last_offset >= start:
                 latest = max(latest, b.last_offset)
+                m.latest_offset = b.last_offset  # the map's updateLatestOffset, per batch
         latest = max(latest, nxt - 1)
+        # and past any offset gap at the segment's end: the filter then judges every record
+        # of the round (a keyless one at the tail goes), not only those up to the last key
+        m.latest_offset = nxt - 1
     return m, min(latest + 1, end), False
 
 
@@ -267,7 +298,8 @@ def group_segments(segs: list[Segment], first_uncleanable: int,
 
 def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: CleanerConfig,
                   active: dict[int, tuple[int, int]], first_uncleanable: int,
-                  legacy_keep_tombstones: bool) -> tuple[bytes | None, int]:
+                  legacy_keep_tombstones: bool,
+                  memo: bytearray | None = None) -> tuple[bytes | None, int]:
     """filterTo for one batch: (bytes to write or None, records kept)."""
     retain_empty = False
     if b.magic == 2 and b.producer_id >= 0 and b.producer_id in active:
@@ -289,6 +321,10 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
         return _rebuild(b, kept, now + cfg.delete_retention_ms), len(kept)
     if discardable and not retain_empty:
         return None, 0
+    if offset_map.FAST is not None and not discardable and isinstance(b, RecordBatch):
+        done = _filter_compiled(b, m, now, cfg, retain_empty, memo)
+        if done is not None:
+            return done
     kept_recs = []
     has_tombstone = False
     total = 0
@@ -309,15 +345,7 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
             has_tombstone = True
         kept_recs.append(r)
     if not kept_recs:
-        if retain_empty and isinstance(b, RecordBatch):
-            return encode_batch([], base_offset=b.base_offset,
-                                last_offset_delta=b.last_offset_delta,
-                                timestamp_type=b.timestamp_type, producer_id=b.producer_id,
-                                producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-                                partition_leader_epoch=b.partition_leader_epoch,
-                                transactional=b.is_transactional, control=b.is_control,
-                                max_timestamp=b.max_timestamp), 0
-        return None, 0
+        return _nothing_kept(b, retain_empty)
     needs_horizon = b.magic == 2 and has_tombstone and horizon is None
     if len(kept_recs) == total and not needs_horizon:
         return bytes(b.data), len(kept_recs)
@@ -325,6 +353,50 @@ def _filter_batch(b: Batch, discardable: bool, m: OffsetMap, now: int, cfg: Clea
         now + cfg.delete_retention_ms if needs_horizon else None)
     kept = [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in kept_recs]
     return _rebuild(b, kept, new_horizon), len(kept)
+
+
+def _nothing_kept(b: Batch, retain_empty: bool) -> tuple[bytes | None, int]:
+    if retain_empty and isinstance(b, RecordBatch):
+        return encode_batch([], base_offset=b.base_offset,
+                            last_offset_delta=b.last_offset_delta,
+                            timestamp_type=b.timestamp_type, producer_id=b.producer_id,
+                            producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
+                            partition_leader_epoch=b.partition_leader_epoch,
+                            transactional=b.is_transactional, control=b.is_control,
+                            max_timestamp=b.max_timestamp), 0
+    return None, 0
+
+
+def _filter_compiled(b: RecordBatch, m: OffsetMap, now: int, cfg: CleanerConfig,
+                     retain_empty: bool, memo: bytearray | None
+                     ) -> tuple[bytes | None, int] | None:
+    """_filter_batch's record loop in the compiled core (offset_map.FAST): the same bytes,
+    or None when it is not sure (a section that does not decode cleanly: the pure loop then
+    raises what it always raised)."""
+    data, lat = b.records_section()
+    horizon = b.delete_horizon_ms
+    res = offset_map.FAST.filter_section(
+        m, data, b.count, b.base_offset, b.base_timestamp, lat,
+        not (horizon is None or now < horizon), horizon, now + cfg.delete_retention_ms,
+        memo if memo is not None and len(memo) == 4 * b.count else None)
+    if res is None:
+        return None
+    kept, has_tombstone, body, base_ts, max_ts = res
+    if not kept:
+        return _nothing_kept(b, retain_empty)
+    if body is None:  # every record stays and no horizon is due
+        return bytes(b.data), kept
+    lat_type = b.timestamp_type == 1
+    return assemble_batch(body, kept, base_offset=b.base_offset,
+                          last_offset_delta=b.last_offset_delta, base_timestamp=base_ts,
+                          max_timestamp=max_ts, codec=b.compression,
+                          timestamp_type=b.timestamp_type,
+                          log_append_time=b.max_timestamp if lat_type else None,
+                          producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                          base_sequence=b.base_sequence,
+                          partition_leader_epoch=b.partition_leader_epoch,
+                          transactional=b.is_transactional, control=b.is_control,
+                          delete_horizon=horizon is not None or has_tombstone), kept
 
 
 def _rebuild(b: Batch, kept: list[tuple[int, int, bytes | None, bytes | None, list[Header]]],
@@ -350,11 +422,13 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
                 *, dry_run: bool = False, fsync: bool = True) -> RoundResult:
     expected = 0
     for s in part.segments:
+        log_path = s.log_path
         for pos, b in s.batches():
-            with locating(s.log_path, pos):
+            with locating(log_path, pos):
                 if b.last_offset >= rng.first_dirty and b.base_offset < rng.first_uncleanable:
                     expected += b.count if b.magic == 2 else 1
-    m, end, full = build_offset_map(part, rng, aborted, cfg, expected)
+    memos: Memos = {}
+    m, end, full = build_offset_map(part, rng, aborted, cfg, expected, memos)
     res = RoundResult(end, map_full=full)
     active = {pid: (e.last_offset, e.epoch) for pid, e in state.entries.items()
               if e.timestamp < 0 or now - e.timestamp < cfg.producer_id_expiration_ms}
@@ -375,15 +449,17 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
         out = None if dry_run else safety.open_file(out_path, part.path.parent, "temp")
         try:
             for seg in group:
-                seg_mtime = int(os.stat(seg.log_path).st_mtime * 1000)
+                log_path = seg.log_path
+                seg_mtime = int(os.stat(log_path).st_mtime * 1000)
                 keep_tomb = seg_mtime > legacy_horizon
                 for pos, b in seg.batches():
                     res.batches_in += 1
                     res.bytes_in += b.size
-                    with locating(seg.log_path, pos):
+                    with locating(log_path, pos):
                         res.records_in += b.count
                         data, n_out = _filter_batch(b, tracker.on_batch(b), m, now, cfg,
-                                                    active, rng.first_uncleanable, keep_tomb)
+                                                    active, rng.first_uncleanable, keep_tomb,
+                                                    memos.pop((seg.base_offset, pos), None))
                     if data is None:
                         continue
                     res.batches_out += 1

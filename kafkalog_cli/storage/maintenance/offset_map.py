@@ -4,13 +4,19 @@ One flat byte array; a slot is MD5(key) (16 bytes) + offset (int64 BE) = 24 byte
 when all zero. Probe i reads the 4-byte window of the hash at min(i, 12), plus i - 12 past
 the 13th probe (32-bit wrap), slot = abs(probe) % slots (INT_MIN -> 0). Two keys with the
 same MD5 count as one key, as in Kafka. A dict of bytes would need ~8x the memory.
+
+kafkalog_cli/_speedups/fastclean.pyx is the compiled twin (the same table, byte for byte,
+and the cleaner's per-batch loops over it); `OffsetMap` is bound to it unless it is not
+built or KAFKALOG_PURE=1. This class is the specification.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from collections.abc import Iterator
+from typing import Any
 
 ENTRY = 24
 _HASH = 16
@@ -64,11 +70,15 @@ class OffsetMap:
                 break
         self.latest_offset = offset
 
+    def table(self) -> bytes:
+        """The whole slot array."""
+        return bytes(self.buf)
+
     def get(self, key: bytes) -> int:
         h = hashlib.md5(key).digest()
         buf = self.buf
         for n, slot in enumerate(self._probes(h)):
-            if n > self.slots + 12:
+            if n >= self.slots + 12:  # SkimpyOffsetMap.get's maxAttempts
                 return -1
             pos = slot * ENTRY
             if buf[pos:pos + _HASH] == h:
@@ -76,3 +86,26 @@ class OffsetMap:
             if buf[pos:pos + ENTRY] == _ZERO:
                 return -1
         return -1
+
+
+OffsetMapPure = OffsetMap
+# the compiled module (map_section, filter_section), or None: the pure loops
+FAST: Any = None
+
+
+def _use_compiled() -> None:
+    global OffsetMap, FAST
+    if os.environ.get("KAFKALOG_PURE") == "1":
+        return
+    try:
+        # compiled Cython module without a .pyi stub, so mypy cannot see it
+        import kafkalog_cli._speedups.fastclean as fc  # type: ignore[import-not-found]
+
+        compiled = fc.OffsetMap, fc.map_section, fc.filter_section
+    except (ImportError, AttributeError):  # not built, or built from an older .pyx
+        return
+    OffsetMap = compiled[0]  # type: ignore[misc]  # the compiled twin replaces the class
+    FAST = fc
+
+
+_use_compiled()
