@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.cli import root
+from kafkalog_cli.codec.batch_v2 import encode_batch
 from tests.conftest import CORPUS, FIXTURE
 
 TEXT = ["--print-data"]  # text is the default format
@@ -151,6 +151,7 @@ def test_text_lines_unit():
     """records_text on its own, against text_line on the same rows (no process)."""
     pytest.importorskip("kafkalog_cli._speedups.fastcodec")
     from kafkalog_cli._speedups.fastcodec import records_text
+
     from kafkalog_cli.codec.model import Record
     from kafkalog_cli.commands.dump import text_line
     from kafkalog_cli.output.render import payload_encoder
