@@ -741,24 +741,15 @@ def utf8_visible(data):
         return PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
     except UnicodeDecodeError:
         pass
-    out = PyBytes_FromStringAndSize(NULL, n * 4)
-    cdef char* o = PyBytes_AS_STRING(out)
-    cdef Py_ssize_t i = 0, j = 0, L, k
-    while i < n:
-        L = _valid_len(p, i, n)
-        if L:
-            for k in range(L):
-                o[j + k] = p[i + k]
-            j += L
-            i += L
-        else:
-            o[j] = 92  # backslash
-            o[j + 1] = 120  # x
-            o[j + 2] = _HEX[p[i] >> 4]
-            o[j + 3] = _HEX[p[i] & 15]
-            j += 4
-            i += 1
-    return PyUnicode_DecodeUTF8(o, j, NULL)
+    cdef Buf b
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+    try:
+        _visible(&b, p, n)
+        return PyUnicode_DecodeUTF8(b.p, b.n, NULL)
+    finally:
+        free(b.p)
 
 
 # -- JSON Lines for dump ------------------------------------------------------------------
@@ -768,7 +759,6 @@ def utf8_visible(data):
 
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
-from libc.stdio cimport snprintf
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 
 cdef const char* _B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -801,11 +791,64 @@ cdef inline int _put(Buf* b, const char* s, Py_ssize_t n) except -1:
     return 0
 
 
-cdef int _put_int(Buf* b, object v) except -1:
-    cdef long long x = v
-    cdef char tmp[32]
-    cdef int k = snprintf(tmp, 32, b"%lld", x)
-    return _put(b, tmp, k)
+cdef int _put_i64(Buf* b, int64_t x) except -1:
+    """str(x), digits written backwards into a scratch buffer (no snprintf parsing)."""
+    cdef char tmp[24]
+    cdef int k = 24
+    cdef uint64_t u = <uint64_t>x if x >= 0 else (~(<uint64_t>x)) + 1
+    while True:
+        k -= 1
+        tmp[k] = 48 + <char>(u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if x < 0:
+        k -= 1
+        tmp[k] = 45
+    return _put(b, tmp + k, 24 - k)
+
+
+cdef inline int _put_int(Buf* b, object v) except -1:
+    return _put_i64(b, v)
+
+
+cdef int _visible(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
+    """utf8_visible's text, as UTF-8: valid sequences as they are, any other byte as the
+    four characters \\xNN."""
+    cdef Py_ssize_t i = 0, j, L, k
+    cdef uint64_t w
+    cdef unsigned char c
+    _grow(b, n * 4)
+    while i < n:
+        j = i
+        while j + 8 <= n:  # a run of ASCII: one copy
+            memcpy(&w, s + j, 8)
+            if w & 0x8080808080808080ULL:
+                break
+            j += 8
+        while j < n and s[j] < 0x80:
+            j += 1
+        if j > i:
+            memcpy(b.p + b.n, s + i, j - i)
+            b.n += j - i
+            i = j
+            if i >= n:
+                break
+        c = s[i]
+        L = _valid_len(s, i, n)
+        if L:
+            for k in range(L):
+                b.p[b.n + k] = s[i + k]
+            b.n += L
+            i += L
+        else:
+            b.p[b.n] = 92  # backslash
+            b.p[b.n + 1] = 120  # x
+            b.p[b.n + 2] = _HEX[c >> 4]
+            b.p[b.n + 3] = _HEX[c & 15]
+            b.n += 4
+            i += 1
+    return 0
 
 
 # bytes a JSON string can hold as they are: printable ASCII other than '"' and '\\'
@@ -897,30 +940,22 @@ cdef int _json_str(Buf* b, const unsigned char* s, Py_ssize_t n, bint visible) e
     return 0
 
 
-cdef int _payload(Buf* b, object v, int mode) except -1:
-    """null, or the bytes as utf8-visible (0), base64 (1) or hex (2) JSON strings."""
-    if v is None:
-        return _put(b, b"null", 4)
-    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(v)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(v), i
+cdef int _hex_of(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
+    """bytes.hex()"""
+    cdef Py_ssize_t i
+    _grow(b, 2 * n)
+    for i in range(n):
+        b.p[b.n] = _HEX[s[i] >> 4]
+        b.p[b.n + 1] = _HEX[s[i] & 15]
+        b.n += 2
+    return 0
+
+
+cdef int _b64_of(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
+    """base64.b64encode"""
+    cdef Py_ssize_t i = 0
     cdef unsigned int t
-    if mode == 0:
-        return _json_str(b, s, n, True)
-    if mode == 2:
-        _grow(b, 2 * n + 2)
-        b.p[b.n] = 34
-        b.n += 1
-        for i in range(n):
-            b.p[b.n] = _HEX[s[i] >> 4]
-            b.p[b.n + 1] = _HEX[s[i] & 15]
-            b.n += 2
-        b.p[b.n] = 34
-        b.n += 1
-        return 0
-    _grow(b, 4 * (n // 3 + 1) + 2)
-    b.p[b.n] = 34
-    b.n += 1
-    i = 0
+    _grow(b, 4 * (n // 3 + 1))
     while i + 3 <= n:
         t = (s[i] << 16) | (s[i + 1] << 8) | s[i + 2]
         b.p[b.n] = _B64[(t >> 18) & 63]
@@ -943,9 +978,23 @@ cdef int _payload(Buf* b, object v, int mode) except -1:
         b.p[b.n + 2] = _B64[(t >> 6) & 63]
         b.p[b.n + 3] = 61
         b.n += 4
-    b.p[b.n] = 34
-    b.n += 1
     return 0
+
+
+cdef int _payload(Buf* b, object v, int mode) except -1:
+    """null, or the bytes as utf8-visible (0), base64 (1) or hex (2) JSON strings."""
+    if v is None:
+        return _put(b, b"null", 4)
+    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(v)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(v)
+    if mode == 0:
+        return _json_str(b, s, n, True)
+    _put(b, b'"', 1)
+    if mode == 2:
+        _hex_of(b, s, n)
+    else:
+        _b64_of(b, s, n)
+    return _put(b, b'"', 1)
 
 
 def records_jsonl(records, bytes prefix, bytes timestamp_type, int mode):
@@ -989,6 +1038,71 @@ def records_jsonl(records, bytes prefix, bytes timestamp_type, int mode):
             _put(&b, b'],"sequence":', 13)
             _put_int(&b, r.sequence)
             _put(&b, b"}\n", 2)
+        return PyBytes_FromStringAndSize(b.p, b.n)
+    finally:
+        free(b.p)
+
+
+# -- kafka-dump-log text for dump --------------------------------------------------------------
+# `kafkalog dump --records` in text: the record lines of commands/dump.py's _record_text, for
+# v2 data records (the Python formatter keeps control records, legacy messages and --decode).
+
+cdef int _text_payload(Buf* b, const char* label, Py_ssize_t label_n, object v,
+                       int mode) except -1:
+    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(v)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(v)
+    _put(b, label, label_n)
+    if mode == 0:
+        return _visible(b, s, n)
+    if mode == 2:
+        return _hex_of(b, s, n)
+    return _b64_of(b, s, n)
+
+
+def records_text(records, bytes timestamp_type, int mode, bint print_data):
+    """kafka-dump-log's lines for v2 data records (an iterable: a batch's, or a slice of
+    them), UTF-8, one per record: the bytes TextRenderer writes for dump's record rows, b""
+    for no record. `timestamp_type` is the type's name; `mode` the payload encoding as in
+    records_jsonl; `print_data` adds keys and values."""
+    cdef Buf b
+    cdef Py_ssize_t klen
+    cdef const char* ks
+    cdef const char* tt = PyBytes_AS_STRING(timestamp_type)
+    cdef Py_ssize_t ttn = PyBytes_GET_SIZE(timestamp_type)
+    b.p = NULL
+    b.n = 0
+    b.cap = 0
+    try:
+        for r in records:
+            key = r.key
+            value = r.value
+            _put(&b, b"| offset: ", 10)
+            _put_int(&b, r.offset)
+            _put(&b, b" ", 1)
+            _put(&b, tt, ttn)
+            _put(&b, b": ", 2)
+            _put_int(&b, r.timestamp)
+            _put(&b, b" keySize: ", 10)
+            _put_i64(&b, -1 if key is None else PyBytes_GET_SIZE(key))
+            _put(&b, b" valueSize: ", 12)
+            _put_i64(&b, -1 if value is None else PyBytes_GET_SIZE(value))
+            _put(&b, b" sequence: ", 11)
+            _put_int(&b, r.sequence)
+            _put(&b, b" headerKeys: [", 14)
+            first = True
+            for hk, _ in r.headers:
+                if not first:
+                    _put(&b, b",", 1)
+                first = False
+                ks = PyUnicode_AsUTF8AndSize(hk, &klen)
+                _put(&b, ks, klen)
+            _put(&b, b"]", 1)
+            if print_data:
+                if key is not None:
+                    _text_payload(&b, b" key: ", 6, key, mode)
+                if value is not None:
+                    _text_payload(&b, b" payload: ", 10, value, mode)
+            _put(&b, b"\n", 1)
         return PyBytes_FromStringAndSize(b.p, b.n)
     finally:
         free(b.p)

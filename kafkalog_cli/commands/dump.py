@@ -31,7 +31,9 @@ from kafkalog_cli.storage.formats import open_target
 from kafkalog_cli.storage.formats.current import file_kind
 
 Row = dict[str, Any]
-JSONL_CHUNK = 4096  # records the compiled JSON Lines writer turns into one write
+# the compiled writer of v2 data records' rows: (topic, partition, timestamp type, records)
+RecordWriter = Callable[[str, int, str, Iterable[Record]], bytes]
+FAST_CHUNK = 4096  # records the compiled writer turns into one write
 
 
 class Filters:
@@ -84,7 +86,7 @@ class Dumper:
         self.max_decompressed = max_decompressed
         self.problems = 0
         self.sizes = False  # text output shows raw key/value sizes
-        self.fast_jsonl: Callable[[str, int, str, Iterable[Record]], bytes] | None = None
+        self.fast_records: RecordWriter | None = None  # record_writer's, for jsonl and text
         self.decoding = decoding.Decoding("none")
         self.jobs = 1  # -j: partitions dumped in worker processes
 
@@ -138,12 +140,13 @@ class Dumper:
             tstype = TIMESTAMP_TYPES[b.timestamp_type]
             control = b.is_control
             check = f.on_records
-            if self.fast_jsonl is not None and b.magic == 2 and not control and decoder is None:
+            if self.fast_records is not None and b.magic == 2 and not control \
+                    and decoder is None:
                 if check:
                     recs = (r for r in recs if f.record_ok(r.offset, r.timestamp, r.key))
                 # a slice at a time: the text of a batch of millions of records is not held
-                while chunk := self.fast_jsonl(topic, partition, tstype,
-                                               itertools.islice(recs, JSONL_CHUNK)):
+                while chunk := self.fast_records(topic, partition, tstype,
+                                                 itertools.islice(recs, FAST_CHUNK)):
                     out.out.write(chunk)
                 continue
             for r in recs:
@@ -258,24 +261,35 @@ class Dumper:
                                                                              "backslashreplace")})
 
 
-def jsonl_writer(payload: str) -> Callable[[str, int, str, Iterable[Record]], bytes] | None:
-    """The compiled JSON Lines writer for record rows, when the extension is built: the same
-    bytes as orjson on the rows built below (tests/cli/test_dump_jsonl_fast.py checks)."""
+def record_writer(fmt: str, payload: str, print_data: bool) -> RecordWriter | None:
+    """The compiled writer of v2 data records' rows, when the extension is built and `fmt`
+    has one (jsonl, text): the same bytes the pure path writes for the rows built above,
+    orjson's or text_line's (tests/cli/test_dump_fast_writers.py checks)."""
     import os
 
-    if os.environ.get("KAFKALOG_PURE") == "1":
+    if fmt not in ("jsonl", "text") or os.environ.get("KAFKALOG_PURE") == "1":
         return None
     try:
-        from kafkalog_cli._speedups.fastcodec import records_jsonl
+        from kafkalog_cli._speedups.fastcodec import records_jsonl, records_text
     except ImportError:
         return None
     import orjson
 
     mode = {"utf8": 0, "base64": 1, "hex": 2}[payload]
-    prefixes: dict[tuple[str, int], bytes] = {}
     types: dict[str, bytes] = {}
 
-    def write(topic: str, partition: int, tstype: str, recs: Iterable[Record]) -> bytes:
+    if fmt == "text":
+        def text(topic: str, partition: int, tstype: str, recs: Iterable[Record]) -> bytes:
+            t = types.get(tstype)
+            if t is None:
+                t = types[tstype] = tstype.encode()
+            return records_text(recs, t, mode, print_data)
+
+        return text
+
+    prefixes: dict[tuple[str, int], bytes] = {}
+
+    def jsonl(topic: str, partition: int, tstype: str, recs: Iterable[Record]) -> bytes:
         prefix = prefixes.get((topic, partition))
         if prefix is None:
             prefix = json_bytes({"kind": "record", "topic": topic, "partition": partition,
@@ -286,7 +300,7 @@ def jsonl_writer(payload: str) -> Callable[[str, int, str, Iterable[Record]], by
             t = types[tstype] = orjson.dumps(tstype)
         return records_jsonl(recs, prefix, t, mode)
 
-    return write
+    return jsonl
 
 
 def _jbool(v: bool) -> str:
@@ -459,8 +473,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     out = make_renderer(fmt, functools.partial(text_line, print_data=print_data), columns)
     d = Dumper(out, records, batches, payload_encoder(payload), filters, max_decompressed_bytes)
     d.sizes = fmt == "text"
-    if fmt == "jsonl":
-        d.fast_jsonl = jsonl_writer(payload)
+    d.fast_records = record_writer(fmt, payload, print_data)
     d.decoding = decoding.Decoding(decode, kafka_text=fmt == "text")
     d.jobs = jobs
     try:

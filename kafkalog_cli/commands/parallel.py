@@ -254,9 +254,17 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     spill_dir = tempfile.mkdtemp(prefix="kafkalog-jobs-")
     _job = (items, work, renderer, spill_dir)
     _TTY[:] = [_isatty(sys.stdout), _isatty(sys.stderr)]
-    pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_start_worker)
+    # Ctrl-C held while the pool starts: raised before `try`, it would skip _kill, and the
+    # pool's exit-time teardown waits forever for the task queue's lock an idle worker holds
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_start_worker)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        raise
     finished = False
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held Ctrl-C is raised here
         pending: deque[Any] = deque()
         nxt = 0
         for i in range(len(items)):

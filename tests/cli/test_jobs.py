@@ -60,6 +60,7 @@ READ_ONLY = [
 ]
 # on the broker-written corpus too (a few seconds each: one format per command)
 ON_CORPUS = [["verify", "--format", "json"], ["dump"], ["dump", "--records", "--format", "jsonl"],
+             ["dump", "--records", "--print-data"],
              ["info", "--format", "json"], ["txn", "--all", "--now", NOW, "--format", "jsonl"],
              ["index-rebuild", "--dry-run", "--format", "csv"]]
 
@@ -151,7 +152,7 @@ def test_jobs_out_of_range_is_one_line_naming_the_option(sample: Path) -> None:
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Enough that a -j 2 text dump runs a few seconds."""
     return _generate(tmp_path_factory.mktemp("jobs-big") / "ld", "--partitions", "4",
-                     "--records", "15000", "--codec", "zstd", "--segment-bytes", "1048576")
+                     "--records", "60000", "--codec", "zstd", "--segment-bytes", "1048576")
 
 
 def _children(pid: int) -> list[int]:
