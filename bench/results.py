@@ -43,6 +43,7 @@ class Run:
         self.figures: list[Figure] = []
         self.notes: dict[str, list[str]] = {}
         self.extra: dict[str, object] = {}
+        self.broker: Path | None = None  # the large broker-written dir, once made
 
     def note(self, section: str, text: str) -> None:
         self.notes.setdefault(section, []).append(text)
@@ -96,6 +97,7 @@ def broker_written(r: Run) -> None:
     sets = [("corpus", datasets.corpus_dirs(r.quick))]
     mib = 0 if r.quick else int(os.environ.get("KAFKALOG_BENCH_BROKER_MIB", "1024"))
     big, why = datasets.broker_dir(r.work, mib)
+    r.broker = big
     if big is not None:
         sets.append((f"{mib} MiB, 5 codecs", [big]))
     else:
@@ -156,7 +158,10 @@ def native(r: Run) -> None:
     dirs = datasets.codec_dirs(r.work, r.quick)
     r.note(sec, "data: one partition per codec, producer-shaped batches (bench/data.py): " +
            ", ".join(f"{k} {sum(p.stat().st_size for p in datasets.log_files([v])) >> 20} MiB"
-                     for k, v in dirs.items()))
+                     for k, v in dirs.items()) +
+           ("; and the broker-written dir (5 codecs)" if r.broker else ""))
+    if r.broker is not None:
+        dirs["broker-written"] = r.broker
     rust, crc = bench_native.RUST, bench_native.CRC_LOOP
     if not rust.exists():
         r.note(sec, "not measured: deep verify and library records/s against the Rust decoder "

@@ -1,4 +1,5 @@
-"""`make bench`: the speed goals, each as a ratio against a reference measured in the same run.
+"""The first speed goals, each as a ratio against a reference measured in the same run
+(`make bench` is bench/results.py now, which times them alternating; this prints more detail).
 
 Not part of the test suite. Inputs are generated under bench/out/ (git-ignored).
   1. verify --shallow vs a bare crc32c loop over the same batches          (goal >= 0.7x)

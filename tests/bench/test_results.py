@@ -111,3 +111,23 @@ def test_readme_quotes_the_committed_results() -> None:
     assert "QUICK MODE" not in committed
     assert report.readme_current((ROOT / "README.md").read_text()) == \
         report.readme_block(committed)
+
+
+def test_other_modules_figures_and_values_are_rendered() -> None:
+    """bench_textdump / bench_compact give run(runs) -> dict: figures in it become rows, the
+    rest `key: value` lines."""
+    got = {"figures": [{"name": "text dump", "ours_s": [1.0, 2.0, 3.0],
+                        "peer_s": [4.0, 4.0, 5.0], "goal": ["<=", 0.5],
+                        "peer": "kafka-dump-log --print-data-log"}],
+           "records": 10, "rss": {"peak_mib": 40}}
+    figs = report.figures_from("Text dump", got)
+    assert [(f.name, f.ratio, f.holds) for f in figs] == [("text dump", 0.5, True)]
+    assert report.lines_from(got) == ["records: 10", "rss peak_mib: 40"]
+    text = report.markdown({"machine": {"cpu": "c", "cores": 2, "usable_cores": 2,
+                                        "ram_gib": 1, "kernel": "k", "python": "3",
+                                        "compiled_core": "no", "kafka_ref": "none"},
+                            "date": "d", "seconds": 1, "quick": False, "runs": 3,
+                            "load_before": (1, 1, 1), "load_after": (1, 1, 1)},
+                           ["Text dump"], figs, {"Text dump": report.lines_from(got)})
+    assert "| text dump | kafkalog | kafka-dump-log --print-data-log | 2.000 (1.000-3.000) " \
+           "| 4.000 (4.000-5.000) | 0.50 | ≤ 0.5 | ✓ |" in text
