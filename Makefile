@@ -43,10 +43,12 @@ tmux:
 fixtures: $(STAMP)
 	$(VENV)/bin/kafkalog generate fixtures/sample --preset sample --force
 
-bench: $(STAMP) kafka-ref s3proxy
-	$(PY) bench/run.py
-	$(PY) bench/conformance_bench.py
-	$(PY) bench/bench_s3.py
+# Every speed goal against its peer, alternating runs: writes bench/RESULTS.md (and the raw
+# runs to bench/out/results.json) and rewrites the README's performance block from it.
+# KAFKALOG_BENCH_RUNS (default 5); KAFKALOG_BENCH_QUICK=1: tiny inputs, one run (a smoke test).
+# The older scripts (bench/run.py, conformance_bench.py, bench_native.py, ...) still run alone.
+bench: $(STAMP) kafka-ref s3proxy peers
+	$(PY) bench/results.py --runs $${KAFKALOG_BENCH_RUNS:-5} --readme README.md
 
 # Man pages from the click definitions (a test fails when man/ is stale). To read one:
 # `man -l man/kafkalog-dump.1`; to install: `install -Dm644 -t ~/.local/share/man/man1 man/*.1`.

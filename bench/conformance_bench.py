@@ -16,7 +16,8 @@ of the whole process (JVM / Python start-up included), best of --repeat, output 
 
 kafka-dump-log runs with bin/kafka-run-class.sh's default JVM options (-Xmx256M, G1), as a
 user would get it. Ratios > 1 mean kafkalog is slower (the goal is < 1 on every line).
-Not part of the test suite; `make bench` runs it after bench/run.py.
+Not part of the test suite; `make bench` (bench/results.py) takes its broker-written input
+from generate() and times the same commands in alternating runs.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`make bench`: the speed goals, each as a ratio against a reference measured in the same run.
+"""The first speed goals, each as a ratio against a reference measured in the same run
+(`make bench` is bench/results.py now, which times them alternating; this prints more detail).
 
 Not part of the test suite. Inputs are generated under bench/out/ (git-ignored).
   1. verify --shallow vs a bare crc32c loop over the same batches          (goal >= 0.7x)
@@ -97,30 +98,10 @@ def bench_codec() -> str:
     return p.stdout.strip() or p.stderr.strip()
 
 
-KP_DUMP = r'''
-import base64, json, sys
-from kafka.record.memory_records import MemoryRecords
-out = sys.stdout
-with open(sys.argv[1], "rb") as f:
-    while True:
-        head = f.read(12)
-        if len(head) < 12:
-            break
-        size = int.from_bytes(head[8:12], "big")
-        mr = MemoryRecords(head + f.read(size))
-        b = mr.next_batch()
-        for r in b:
-            out.write(json.dumps({"kind": "record", "topic": "t", "partition": 0,
-                "offset": r.offset, "timestamp": r.timestamp, "timestampType": "CreateTime",
-                "key": None if r.key is None else base64.b64encode(r.key).decode(),
-                "value": None if r.value is None else base64.b64encode(r.value).decode(),
-                "headers": [{"key": k, "value": None if v is None else base64.b64encode(v).decode()}
-                            for k, v in r.headers]}) + "\n")
-'''
 
 
 def bench_dump(seg: Path) -> dict[str, float]:
-    ref = wall([PY, "-c", KP_DUMP, str(seg)], runs=1)
+    ref = wall([PY, str(HERE / "kp_dump.py"), str(seg)], runs=1)
     ours = wall([PY, "-m", "kafkalog_cli", "dump", str(seg.parent), "--records", "--no-batches",
                  "--format", "jsonl", "--payload", "base64"], runs=2)
     return {"kafka_python_s": ref, "kafkalog_s": ours, "ratio": ref / ours}

@@ -1,0 +1,96 @@
+"""The inputs of bench/results.py, made once under its work dir and reused.
+
+Broker-written where there is a broker to write them (the corpora, and a log dir the reference
+broker fills through kafka-python, as bench/conformance_bench.py does); generated otherwise
+(bench/data.py's producer-shaped batches, one partition per codec, and `kafkalog generate`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from data import write_segment
+from measure import ROOT, kl
+
+from kafkalog_cli.codec import compression
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+# MiB per codec, full size: about one second of deep verify each on 2 cores
+CODEC_MB = {"none": 128, "gzip": 32, "snappy": 48, "lz4": 48, "zstd": 32}
+MIX = "none:2,lz4:1,zstd:1,gzip:0.5,snappy:0.5"
+
+
+def corpus_dirs(quick: bool) -> list[Path]:
+    """Broker-written log dirs: the shared corpus and the reference brokers' corpora."""
+    ref = _ref_dir()
+    dirs = sorted(ref.glob("corpus-*/logs")) if ref is not None else []
+    shared = ROOT.parent / "shared" / "corpus"
+    if shared.is_dir():
+        dirs += sorted(p for p in shared.iterdir() if p.is_dir())
+    return dirs[:1] if quick else dirs
+
+
+def _ref_dir() -> Path | None:
+    d = Path(os.environ.get("KAFKALOG_KAFKA_REF") or ROOT / ".kafka-ref")
+    return d if (d / "kafka-ref.json").is_file() else None
+
+
+def codec_dirs(work: Path, quick: bool) -> dict[str, Path]:
+    """One partition per codec under work/codecs/<codec>/t-0."""
+    out = {}
+    for name in CODECS:
+        d = work / "codecs" / name
+        mb = 2 if quick else CODEC_MB[name]
+        write_segment(d / "t-0" / "00000000000000000000.log", mb << 20,
+                      codec=getattr(compression, name.upper()))
+        out[name] = d
+    return out
+
+
+def jobs_dir(work: Path, quick: bool) -> Path:
+    """Eight partitions (uncompressed and gzip in turn, about the same work each), for -j
+    scaling: big enough that the work, not the start-up, is what is timed."""
+    d = work / ("jobs-quick" if quick else "jobs-8")
+    for p, name in enumerate(("none", "gzip") * 4):
+        mb = 1 if quick else {"none": 48, "gzip": 8}[name]
+        write_segment(d / f"t-{p}" / "00000000000000000000.log", mb << 20,
+                      codec=getattr(compression, name.upper()))
+    return d
+
+
+def partitions_dir(work: Path, n: int) -> Path:
+    """n small partitions (100 records, one ~14 KB segment each), by `kafkalog generate`."""
+    d = work / f"partitions-{n}"
+    if not (d / ".done").exists():
+        subprocess.run(kl("generate", d, "--partitions", n, "--records", 100,
+                          "--segment-bytes", 1 << 20, "--codec", "none", "--codec", "lz4",
+                          "--force"), check=True, stderr=subprocess.DEVNULL,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+        (d / ".done").touch()
+    return d
+
+
+def broker_dir(work: Path, size_mib: int) -> tuple[Path | None, str]:
+    """(log dir, note): size_mib MiB of every codec written by the reference broker, or None
+    and why not."""
+    if size_mib <= 0:
+        return None, "no large broker-written dir (KAFKALOG_BENCH_BROKER_MIB=0)"
+    if _ref_dir() is None:
+        return None, "no reference Kafka (make kafka-ref): no large broker-written dir"
+    sys.path.insert(0, str(ROOT / "bench"))
+    import conformance_bench
+    import kafka_ref
+
+    dest = work / f"broker-{kafka_ref.kafka_version()}-{size_mib}MiB"
+    if not (dest / "logs").is_dir():
+        print(f"generating {size_mib} MiB with the reference broker into {dest}",
+              file=sys.stderr, flush=True)
+        conformance_bench.generate(dest, size_mib, conformance_bench._parse_mix(MIX), 256)
+    return dest / "logs", ""
+
+
+def log_files(dirs: list[Path]) -> list[Path]:
+    return sorted(p for d in dirs for p in d.rglob("*.log") if p.is_file())

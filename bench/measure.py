@@ -1,0 +1,145 @@
+"""The measuring half of bench/results.py: alternating runs, summaries, goals, machine facts.
+
+A figure is ours against a peer, timed in turns (ours, peer, peer, ours, ...: who goes first
+alternates) so load from elsewhere falls on both alike. Its ratio is always ours/peer in
+seconds: below 1 is ours faster. A goal is a bound on that ratio ("<=" or ">=").
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Figure:
+    section: str
+    name: str
+    ours: str  # what was timed, in words
+    peer: str
+    ours_s: list[float] = field(default_factory=list)
+    peer_s: list[float] = field(default_factory=list)
+    # ("<=", 1.1): a bound on ours/peer time; ("s<=", 0.5): on our median seconds
+    goal: tuple[str, float] | None = None
+    goal_text: str = ""  # the goal in the issue's words, when they differ from the bound
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if not self.peer_s:
+            return None
+        return statistics.median(self.ours_s) / statistics.median(self.peer_s)
+
+    @property
+    def holds(self) -> bool | None:
+        if self.goal is None:
+            return None
+        op, bound = self.goal
+        if op == "s<=":  # a bound on our own median seconds (no peer)
+            return statistics.median(self.ours_s) <= bound
+        ratio = self.ratio
+        assert ratio is not None
+        return ratio <= bound if op == "<=" else ratio >= bound
+
+    def as_json(self) -> dict:
+        return {"section": self.section, "name": self.name, "ours": self.ours,
+                "peer": self.peer, "ours_s": summary(self.ours_s),
+                "peer_s": summary(self.peer_s) if self.peer_s else None,
+                "ratio": None if self.ratio is None else round(self.ratio, 4),
+                "goal": list(self.goal) if self.goal else None, "goal_text": self.goal_text,
+                "holds": self.holds, "note": self.note}
+
+
+def summary(xs: list[float]) -> dict:
+    return {"median": round(statistics.median(xs), 6), "min": round(min(xs), 6),
+            "max": round(max(xs), 6), "runs": [round(x, 6) for x in xs]}
+
+
+def alternate(ours: Callable[[], float], peer: Callable[[], float],
+              runs: int) -> tuple[list[float], list[float]]:
+    """runs of each, interleaved; each callable returns its own seconds."""
+    a: list[float] = []
+    b: list[float] = []
+    for i in range(runs):
+        if i % 2 == 0:
+            a.append(ours())
+            b.append(peer())
+        else:
+            b.append(peer())
+            a.append(ours())
+    return a, b
+
+
+def timed(fn: Callable[[], object]) -> Callable[[], float]:
+    """fn as a callable returning its wall seconds (in this process, after a gc)."""
+    def go() -> float:
+        gc.collect()
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+    return go
+
+
+def process(cmd: list[str], cwd: Path | None = None, check: bool = True,
+            ok: tuple[int, ...] = (0, 1)) -> Callable[[], float]:
+    """cmd as a callable returning the process's wall seconds, stdout to /dev/null; an exit
+    code outside ok raises (verify exits 1 on findings, which some corpus dirs have)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"}
+
+    def go() -> float:
+        t = time.perf_counter()
+        p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+        dt = time.perf_counter() - t
+        if check and p.returncode not in ok:
+            raise RuntimeError(f"{' '.join(map(str, cmd[:6]))} ... exited {p.returncode}: "
+                               f"{p.stderr.decode(errors='replace')[-400:]}")
+        return dt
+    return go
+
+
+def kl(*args: object) -> list[str]:
+    return [sys.executable, "-m", "kafkalog_cli", *map(str, args)]
+
+
+def warm(paths: list[Path]) -> None:
+    """Read every file once: figures compare page-cache-warm runs."""
+    for d in paths:
+        for p in (d.rglob("*") if d.is_dir() else [d]):
+            if p.is_file():
+                with open(p, "rb") as f:
+                    while f.read(1 << 22):
+                        pass
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"cpu": cpu, "cores": os.cpu_count(), "usable_cores": len(os.sched_getaffinity(0)),
+            "ram_gib": round(ram / (1 << 30), 1), "kernel": platform.release(),
+            "python": platform.python_version(), "compiled_core": _compiled()}
+
+
+def _compiled() -> str:
+    try:
+        from kafkalog_cli._speedups import fastscan
+    except ImportError:
+        return "no (pure Python)"
+    return f"yes (CRC tier {fastscan.crc_tier()})"

@@ -1,0 +1,410 @@
+"""`make bench`: every speed goal of issue 17 measured against its peer, into bench/RESULTS.md.
+
+    .venv/bin/python bench/results.py [--runs 5] [--quick] [--out DIR] [--readme README.md]
+
+Each figure is ours and a peer run in turns (--runs of each, who goes first alternating),
+page-cache warm; RESULTS.md gives the median and min-max seconds of both and the ratio
+ours/peer (median over median, time: below 1 is ours faster), the goal as a bound on that
+ratio and whether it holds. The raw runs go to OUT/out/results.json. A peer that is not
+installed (`make kafka-ref`, `make peers`, `make s3proxy`) leaves a "not measured" line.
+--readme rewrites the README's <!-- bench:begin --> ... <!-- bench:end --> block from
+RESULTS.md (tests/bench checks they agree: figures are never typed by hand).
+
+--quick (or KAFKALOG_BENCH_QUICK=1): one run of each on tiny inputs, for the test suite;
+its figures mean nothing. KAFKALOG_BENCH_BROKER_MIB sizes the broker-written dir (default
+1024; 0 skips it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import datasets  # noqa: E402
+import report  # noqa: E402
+from measure import Figure, alternate, kl, machine, process, timed, warm  # noqa: E402
+
+
+class Run:
+    """What one `make bench` gathers: figures and notes, by section."""
+
+    def __init__(self, runs: int, quick: bool, work: Path) -> None:
+        self.runs, self.quick, self.work = runs, quick, work
+        self.figures: list[Figure] = []
+        self.notes: dict[str, list[str]] = {}
+        self.extra: dict[str, object] = {}
+        self.broker: Path | None = None  # the large broker-written dir, once made
+
+    def note(self, section: str, text: str) -> None:
+        self.notes.setdefault(section, []).append(text)
+        print(f"[{section}] {text}", file=sys.stderr, flush=True)
+
+    def figure(self, fig: Figure, ours: Callable[[], float],
+               peer: Callable[[], float] | None) -> None:
+        if peer is None:
+            fig.ours_s = [ours() for _ in range(self.runs)]
+        else:
+            fig.ours_s, fig.peer_s = alternate(ours, peer, self.runs)
+        self.figures.append(fig)
+        shown = "" if fig.ratio is None else f" vs {min(fig.peer_s):.3f}s -> {fig.ratio:.2f}"
+        print(f"[{fig.section}] {fig.name}: {min(fig.ours_s):.3f}s{shown}", file=sys.stderr,
+              flush=True)
+
+
+# goals on the ratio ours/peer in seconds, with the issue's words
+LE1 = ("<=", 1.0)
+SPEEDUP_1_8 = ("<=", round(1 / 1.8, 3))
+
+
+def dump_log_cmd() -> list[str] | None:
+    """kafka-dump-log as bin/kafka-run-class.sh runs it, or None without `make kafka-ref`."""
+    if datasets._ref_dir() is None:
+        return None
+    sys.path.insert(0, str(HERE.parent / "tests" / "conformance"))
+    import kafka_ref
+
+    return [kafka_ref.java_bin(), *kafka_ref.KAFKA_RUN_CLASS_JVM_OPTS,
+            f"-Dlog4j.configuration=file:{kafka_ref.TOOLS_LOG4J}", "-cp",
+            kafka_ref.classpath(), kafka_ref.ref_info()["dump_log_class"]]
+
+
+def kafka_dump_log(r: Run, sec: str, dirs: list[Path], ours: list[str], peer_flags: list[str],
+                   name: str, goal: tuple[str, float] | None, goal_text: str = "",
+                   cwd: Path | None = None) -> None:
+    jvm = dump_log_cmd()
+    if jvm is None:
+        r.note(sec, f"not measured: {name} (no kafka-dump-log: make kafka-ref)")
+        return
+    files = [str(p.relative_to(cwd)) if cwd else str(p) for p in datasets.log_files(dirs)]
+    peer = process([*jvm, *peer_flags, "--files", ",".join(files)], cwd=cwd, check=False)
+    r.figure(Figure(sec, name, "kafkalog", "kafka-dump-log " + " ".join(peer_flags),
+                    goal=goal, goal_text=goal_text),
+             process(ours), peer)
+
+
+def broker_written(r: Run) -> None:
+    sec = "Broker-written data vs kafka-dump-log"
+    sets = [("corpus", datasets.corpus_dirs(r.quick))]
+    mib = 0 if r.quick else int(os.environ.get("KAFKALOG_BENCH_BROKER_MIB", "1024"))
+    big, why = datasets.broker_dir(r.work, mib)
+    r.broker = big
+    if big is not None:
+        sets.append((f"{mib} MiB, 5 codecs", [big]))
+    else:
+        r.note(sec, why)
+    for label, dirs in sets:
+        if not dirs:
+            r.note(sec, f"not measured: no {label} (make kafka-ref; or ../shared/corpus)")
+            continue
+        warm(dirs)
+        size = sum(p.stat().st_size for p in datasets.log_files(dirs))
+        r.note(sec, f"data '{label}': {len(dirs)} log dirs, {len(datasets.log_files(dirs))} "
+                    f".log files, {size / (1 << 20):.1f} MiB: " +
+               ", ".join(d.parent.name if d.name == "logs" else d.name for d in dirs))
+        kafka_dump_log(r, sec, dirs, kl("verify", *dirs), ["--deep-iteration"],
+                       f"verify ({label})", LE1, "faster")
+        kafka_dump_log(r, sec, dirs, kl("dump", *dirs, "--records", "--format", "jsonl"),
+                       ["--deep-iteration", "--print-data-log"],
+                       f"dump --records --format jsonl ({label})", LE1, "faster")
+
+
+def small_partitions(r: Run) -> None:
+    sec = "2 000 small partitions"
+    n = 20 if r.quick else 2000
+    d = datasets.partitions_dir(r.work, n)
+    warm([d])
+    r.note(sec, f"data: {n} partitions of 100 records (none and lz4 batches), one segment "
+                "each, by `kafkalog generate`")
+    kafka_dump_log(r, sec, [d], kl("verify", d), ["--deep-iteration"], f"verify ({n} partitions)",
+                   ("<=", 0.3), cwd=d)
+    kafka_dump_log(r, sec, [d], kl("dump", d, "--records", "--print-data"),
+                   ["--deep-iteration", "--print-data-log"],
+                   f"dump --records --print-data ({n} partitions)", ("<=", 0.3), cwd=d)
+    r.figure(Figure(sec, f"info ({n} partitions), wall seconds", "info", "",
+                    goal=("s<=", 0.5), goal_text="< 0.5 s"), process(kl("info", d)), None)
+
+
+def jobs(r: Run) -> None:
+    import bench_jobs
+
+    sec = "-j scaling"
+    d = datasets.jobs_dir(r.work, r.quick)
+    warm([d])
+    r.note(sec, f"data: {d.name}, 8 partitions (uncompressed and gzip); -j 2 against -j 1 on "
+                f"{machine()['usable_cores']} usable cores; output to /dev/null")
+    for name, args in bench_jobs.COMMANDS.items():
+        if name == "dump-jsonl":
+            continue
+        ok = (0, 4) if name == "index-rebuild" else (0,)  # 4: --dry-run found work to do
+        r.figure(Figure(sec, f"{' '.join(args)} -j 2", "-j 2", "-j 1", goal=SPEEDUP_1_8,
+                        goal_text="≥ 1.8x faster"),
+                 process(kl(*args, d, "-j", 2), ok=ok), process(kl(*args, d, "-j", 1), ok=ok))
+
+
+def native(r: Run) -> None:
+    import bench_native
+
+    sec = "Native floors"
+    dirs = datasets.codec_dirs(r.work, r.quick)
+    r.note(sec, "data: one partition per codec, producer-shaped batches (bench/data.py): " +
+           ", ".join(f"{k} {sum(p.stat().st_size for p in datasets.log_files([v])) >> 20} MiB"
+                     for k, v in dirs.items()) +
+           ("; and the broker-written dir (5 codecs)" if r.broker else ""))
+    if r.broker is not None:
+        dirs["broker-written"] = r.broker
+    rust, crc = bench_native.RUST, bench_native.CRC_LOOP
+    if not rust.exists():
+        r.note(sec, "not measured: deep verify and library records/s against the Rust decoder "
+                    "(make peers; needs cargo)")
+    if not crc.exists():
+        r.note(sec, "not measured: verify --shallow against the CRC32C loop (make peers)")
+    empty = r.work / "empty"
+    (empty / "t-0").mkdir(parents=True, exist_ok=True)
+    (empty / "t-0" / "00000000000000000000.log").touch()
+    r.figure(Figure(sec, "kafkalog start-up (verify of one empty segment)", "verify", ""),
+             process(kl("verify", empty)), None)
+    for codec, d in dirs.items():
+        files = datasets.log_files([d])
+        names = [str(p) for p in files]
+        warm([d])
+        if rust.exists():
+            r.figure(Figure(sec, f"verify, {codec}", "verify (process)",
+                            "Rust kafka-protocol decoder (process)", goal=("<=", 1.1)),
+                     process(kl("verify", d)), process([str(rust), *names]))
+            got = bench_native._run_json([str(rust), *names])
+            ours_records = bench_native._library(files, False)[1]
+            fig = Figure(sec, f"library deep check, {codec}", "check_log_file (in process)",
+                         "Rust decoder's own timer", goal=("<=", 1.25),
+                         goal_text="≥ 0.8x its records/s")
+            if got["records"] != ours_records:
+                fig.note = f"records differ: ours {ours_records}, Rust {got['records']}"
+            r.figure(fig, lambda f=files: bench_native._library(f, False)[0],
+                     lambda n=names: bench_native._run_json([str(rust), *n])["seconds"])
+        if crc.exists():
+            # the goal is on throughput: our segment pass against the loop's own timer (a
+            # process's start-up alone is ten times the loop's time on these sizes)
+            r.figure(Figure(sec, f"library shallow check, {codec}",
+                            "check_log_file shallow (in process)", "crc32c_loop's own timer",
+                            goal=("<=", 1.2)),
+                     lambda f=files: bench_native._library(f, True)[0],
+                     lambda n=names: bench_native._run_json([str(crc), *n])["seconds"])
+            r.figure(Figure(sec, f"verify --shallow, {codec}", "verify --shallow (process)",
+                            "crc32c_loop (process)", note="start-up included"),
+                     process(kl("verify", "--shallow", d)), process([str(crc), *names]))
+
+
+KP_DUMP = HERE / "kp_dump.py"
+
+
+def kafka_python(r: Run) -> None:
+    import bench_codec
+
+    sec = "kafka-python"
+    n = 20_000 if r.quick else 200_000
+    batches = bench_codec.build_batches(n, 500)
+    r.figure(Figure(sec, f"record decoding, library level ({n:,} records)",
+                    "RecordBatch.records()", "kafka-python DefaultRecordBatch",
+                    goal=("<=", 0.125), goal_text="≥ 8x faster"),
+             timed(lambda: bench_codec.read_kafkalog(batches)),
+             timed(lambda: bench_codec.read_kafka_python(batches)))
+    from data import write_segment
+
+    seg = r.work / ("kp-quick" if r.quick else "kp") / "t-0" / "00000000000000000000.log"
+    write_segment(seg, (2 if r.quick else 64) << 20)
+    warm([seg])
+    mib = seg.stat().st_size >> 20
+    r.figure(Figure(sec, f"dump --records --format jsonl --payload base64, {mib} MiB",
+                    "kafkalog dump", "kafka-python script (bench/kp_dump.py)",
+                    goal=("<=", 0.333), goal_text="≥ 3x faster"),
+             process(kl("dump", seg.parent, "--records", "--no-batches", "--format", "jsonl",
+                        "--payload", "base64")),
+             process([sys.executable, str(KP_DUMP), str(seg)]))
+
+
+def find_by_time(r: Run) -> None:
+    from kafkalog_cli.codec.batch_v2 import encode_batch
+    from kafkalog_cli.storage.disk.logdir import open_target
+    from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
+    from kafkalog_cli.storage.queries.timelookup import offset_for_time
+
+    sec = "find-by-time"
+    total = 10_000 if r.quick else 100_000
+    parts = {}
+    for nseg in (1, 1000):
+        d = r.work / f"fbt-{total}-{nseg}"
+        if not (d / ".done").exists():
+            per = max(1, total // nseg)
+            with PartitionWriter(d / "t-0", "t", 0, LogConfig(segment_bytes=1 << 30),
+                                 now_ms=0) as w:
+                for s in range(0, total, 100):
+                    if s and s % per == 0:
+                        w.roll(w.next_offset)
+                    w.append(encode_batch([(s + i, 1_700_000_000_000 + s + i, None, b"v" * 50,
+                                            []) for i in range(100)]))
+            (d / ".done").touch()
+        parts[nseg] = open_target(d / "t-0").partition
+    targets = [1_700_000_000_000 + x for x in range(0, total, 997)]
+
+    def look(part: object) -> Callable[[], float]:
+        return timed(lambda: [offset_for_time(part, t) for t in targets])
+    r.figure(Figure(sec, f"{len(targets)} lookups, {total:,} records in 1000 segments vs 1",
+                    "1000 segments", "1 segment", goal=("<=", 2.0)),
+             look(parts[1000]), look(parts[1]))
+
+
+def s3(r: Run) -> None:
+    sec = "S3"
+    from tests.s3 import server
+
+    if not server.jar().is_file():
+        r.note(sec, "not measured: no S3Proxy (make s3proxy)")
+        return
+    from data import write_segment
+
+    local = r.work / ("s3-quick" if r.quick else "s3")
+    for p in range(4):
+        write_segment(local / f"t-{p}" / "00000000000000000000.log", (1 if r.quick else 16) << 20)
+    tmp = r.work / "s3proxy"
+    tmp.mkdir(exist_ok=True)
+    proc, srv = server.start(tmp)
+    saved = dict(os.environ)
+    try:
+        os.environ.update(server.aws_env(srv.endpoint))
+        srv.fs.create_dir(srv.bucket)
+        url = srv.upload(local, "bench")
+        warm([local])
+        dump = ["dump", "--records", "--format", "jsonl"]
+        r.note(sec, "S3Proxy (transient backend) on loopback: the ratio is our overhead on the "
+                    "ranged-read path, not a network")
+        r.figure(Figure(sec, f"dump --records --format jsonl, 4 partitions "
+                             f"{sum(p.stat().st_size for p in datasets.log_files([local])) >> 20}"
+                             " MiB", "from s3://", "from local disk"),
+                 process(kl(*dump, url)), process(kl(*dump, local)))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        proc.terminate()
+        proc.wait()
+
+
+def guarded_module(r: Run, sec: str, module: str, what: str) -> None:
+    """Another helper's `run(runs) -> dict`: figures when it gives them, else its values."""
+    try:
+        mod = __import__(module)
+        fn = mod.run
+    except (ImportError, AttributeError):
+        r.note(sec, f"not measured: {what} (bench/{module}.py has no run(runs))")
+        return
+    got = fn(r.runs)
+    r.extra[module] = got
+    for fig in report.figures_from(sec, got):
+        r.figures.append(fig)
+    for line in report.lines_from(got):
+        r.note(sec, line)
+
+
+def textdump(r: Run) -> None:
+    guarded_module(r, "Text dump vs kafka-dump-log --print-data-log", "bench_textdump",
+                   "dump --records --print-data vs kafka-dump-log --print-data-log (goal ≤ 0.5)")
+
+
+def compact(r: Run) -> None:
+    guarded_module(r, "Compaction, 1 M keys", "bench_compact",
+                   "compact of 1 M keys (goals: ≥ 1 M records/s, ≤ 64 MiB above baseline)")
+
+
+def hostile(r: Run) -> None:
+    import bench_hostile
+
+    for line in bench_hostile.main():
+        r.note("Hostile inputs", line)
+
+
+def spark(r: Run) -> None:
+    import bench_spark
+
+    r.note("Spark data source", bench_spark.summary())
+
+
+# (section, function, runs in --quick)
+SECTIONS: list[tuple[str, Callable[[Run], None], bool]] = [
+    ("Broker-written data vs kafka-dump-log", broker_written, True),
+    ("Text dump vs kafka-dump-log --print-data-log", textdump, False),
+    ("2 000 small partitions", small_partitions, True),
+    ("-j scaling", jobs, True),
+    ("Native floors", native, True),
+    ("kafka-python", kafka_python, True),
+    ("find-by-time", find_by_time, True),
+    ("S3", s3, True),
+    ("Compaction, 1 M keys", compact, False),
+    ("Hostile inputs", hostile, False),
+    ("Spark data source", spark, False),
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true",
+                    default=os.environ.get("KAFKALOG_BENCH_QUICK") == "1")
+    ap.add_argument("--out", type=Path, default=HERE, help="where RESULTS.md goes (bench/)")
+    ap.add_argument("--work", type=Path, help="inputs (default OUT/out)")
+    ap.add_argument("--readme", type=Path, help="rewrite this README's bench block")
+    ap.add_argument("--only", help="comma-separated section names (for trying one out)")
+    a = ap.parse_args(argv)
+    runs = 1 if a.quick else a.runs
+    work = a.work or a.out / "out"
+    work.mkdir(parents=True, exist_ok=True)
+    r = Run(runs, a.quick, work)
+    started = time.time()
+    load_before = os.getloadavg()
+    facts = machine()
+    facts["kafka_ref"] = _kafka_version()
+    for name, fn, in_quick in SECTIONS:
+        if a.only and name not in a.only.split(","):
+            continue
+        if a.quick and not in_quick:
+            r.note(name, "not measured: --quick")
+            continue
+        try:
+            fn(r)
+        except Exception as e:  # noqa: BLE001 - one section failing must not lose the others
+            traceback.print_exc()
+            r.note(name, f"not measured: failed ({type(e).__name__}: {e})"[:300])
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
+            "seconds": round(time.time() - started), "runs": runs, "quick": a.quick,
+            "load_before": load_before, "load_after": os.getloadavg(), "machine": facts}
+    sections = [name for name, _, _ in SECTIONS if not a.only or name in a.only.split(",")]
+    text = report.markdown(meta, sections, r.figures, r.notes)
+    (a.out / "RESULTS.md").write_text(text)
+    (work / "results.json").write_text(json.dumps(
+        {**meta, "figures": [f.as_json() for f in r.figures], "notes": r.notes,
+         "extra": r.extra}, indent=1, default=str))
+    if a.readme:
+        report.update_readme(a.readme, text)
+    print(f"wrote {a.out / 'RESULTS.md'} and {work / 'results.json'} in {meta['seconds']} s",
+          file=sys.stderr)
+    return 0
+
+
+def _kafka_version() -> str:
+    if datasets._ref_dir() is None:
+        return "none (make kafka-ref)"
+    sys.path.insert(0, str(HERE.parent / "tests" / "conformance"))
+    import kafka_ref
+
+    return f"{kafka_ref.kafka_version()} (kafka-dump-log, broker)"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
