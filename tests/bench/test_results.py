@@ -63,7 +63,7 @@ def test_quick_run_figures_parse_and_agree_with_the_json(quick: tuple[str, dict,
     rows = [line for line in text.splitlines()
             if line.startswith("| ") and not line.startswith("| figure |")]
     figs = raw["figures"]
-    assert len(rows) == len(figs) >= 20
+    assert len(rows) == len(figs) >= 10  # more where `make peers` built the native floors
     measured = {f["section"] for f in figs}
     # what needs nothing beyond the venv is always measured
     assert {"2 000 small partitions", "-j scaling", "kafka-python", "find-by-time"} <= measured
