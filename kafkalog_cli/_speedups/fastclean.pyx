@@ -269,21 +269,6 @@ _self_check()
 
 # --- varints of a section kl_records_clean has accepted (no bounds to check) --------------
 
-cdef inline int32_t _vi(const unsigned char *p, int64_t *ppos) noexcept nogil:
-    cdef int64_t pos = ppos[0]
-    cdef uint32_t u = 0, b
-    cdef int shift = 0
-    while True:
-        b = p[pos]
-        pos += 1
-        u |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    ppos[0] = pos
-    return <int32_t>((u >> 1) ^ (<uint32_t>0 - (u & 1)))
-
-
 cdef inline int64_t _vl(const unsigned char *p, int64_t *ppos) noexcept nogil:
     cdef int64_t pos = ppos[0]
     cdef uint64_t u = 0, b
@@ -297,6 +282,11 @@ cdef inline int64_t _vl(const unsigned char *p, int64_t *ppos) noexcept nogil:
         shift += 7
     ppos[0] = pos
     return <int64_t>((u >> 1) ^ (<uint64_t>0 - (u & 1)))
+
+
+cdef inline int32_t _vi(const unsigned char *p, int64_t *ppos) noexcept nogil:
+    # a zigzag varint32 read as a varint64 is the same value
+    return <int32_t>_vl(p, ppos)
 
 
 cdef inline int64_t _put_uv(unsigned char *o, int64_t n, uint64_t u) noexcept nogil:
