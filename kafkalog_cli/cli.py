@@ -3,7 +3,6 @@ exit codes."""
 
 from __future__ import annotations
 
-import difflib
 import gc
 import importlib
 import os
@@ -57,6 +56,8 @@ class LazyGroup(click.Group):
         # click suggests near option names but, with commands loaded lazily, no commands
         name = args[0] if args else ""
         if name not in COMMANDS and not name.startswith("-") and not ctx.resilient_parsing:
+            import difflib  # only for a mistyped command: start-up stays lean
+
             close = difflib.get_close_matches(name, COMMANDS)
             hint = ("" if not close else f" Did you mean {close[0]!r}?" if len(close) == 1
                     else f" (Did you mean one of: {', '.join(map(repr, close))}?)")

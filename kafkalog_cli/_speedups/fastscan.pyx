@@ -36,7 +36,6 @@ from kafkalog_cli._speedups.fastcodec cimport kl_records_clean
 
 import os as _os
 
-from crc32c import crc32c as _pkg_crc32c
 
 from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED, decompress as _decompress
 from kafkalog_cli.codec.layout import INT32_MAX as _INT32_MAX
@@ -609,8 +608,10 @@ cdef struct Scan:
 
 cdef uint32_t _crc_package_gil(Scan *S, uint32_t c, const unsigned char *p, size_t n) noexcept:
     try:
+        # imported here: the package costs ~35 ms of start-up and this tier is rarely used
+        from crc32c import crc32c as pkg_crc32c
         mv = PyMemoryView_FromMemory(<char *>p, <Py_ssize_t>n, PyBUF_READ)
-        return (<uint32_t>_pkg_crc32c(mv, c ^ 0xFFFFFFFFu)) ^ 0xFFFFFFFFu
+        return (<uint32_t>pkg_crc32c(mv, c ^ 0xFFFFFFFFu)) ^ 0xFFFFFFFFu
     except BaseException:
         S.crc_failed = True
         return 0

@@ -439,7 +439,7 @@ def _use_compiled_decoder() -> None:
         return
     try:
         # compiled Cython module without a .pyi stub, so mypy cannot see it
-        import kafkalog_cli._speedups.fastcodec as fc  # type: ignore[import-not-found]
+        import kafkalog_cli._speedups.fastcodec as fc
 
         compiled = fc.decode_records, fc.check_records, fc.iter_records
     except (ImportError, AttributeError):  # not built, or built from an older fastcodec.pyx

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
-from crc32c import crc32c as _crc32c
+_crc32c: Callable[[bytes | bytearray | memoryview], int] | None = None
 
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:
+    global _crc32c
+    if _crc32c is None:  # imported on first use: the package costs ~35 ms of start-up
+        from crc32c import crc32c as f
+        _crc32c = f
     return _crc32c(data)
 
 

@@ -28,7 +28,8 @@ from kafkalog_cli.storage.disk.checkpoints import (
 )
 from kafkalog_cli.storage.disk.lock import LogDirLock
 from kafkalog_cli.storage.disk.safety import refuse_links
-from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
+from kafkalog_cli.storage.maintenance.log_config import LogConfig
+from kafkalog_cli.storage.maintenance.writer import PartitionWriter
 
 
 @click.command("append", epilog="Exit codes: 0 appended, 8 operational error (e.g. the log dir "

@@ -25,7 +25,7 @@ from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regula
 from kafkalog_cli.storage.disk.logdir import require_exists
 from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.formats import NO_TIMESTAMP, MigrateOptions, open_target
-from kafkalog_cli.storage.maintenance.writer import LogConfig
+from kafkalog_cli.storage.maintenance.log_config import LogConfig
 
 MAPPING_COLUMNS = ["topic", "partition", "byteOffset", "newOffset"]
 

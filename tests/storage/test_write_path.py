@@ -14,7 +14,8 @@ import pytest
 
 from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.storage.disk.logdir import open_target
-from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
+from kafkalog_cli.storage.maintenance.log_config import LogConfig
+from kafkalog_cli.storage.maintenance.writer import PartitionWriter
 from kafkalog_cli.storage.queries.timelookup import offset_for_time
 from tests.cli.run import run
 from tests.conftest import FIXTURE

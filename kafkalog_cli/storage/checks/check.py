@@ -37,7 +37,7 @@ try:  # compiled clean-segment fast path (kafkalog_cli/_speedups/fastscan.pyx), 
     if _os.environ.get("KAFKALOG_PURE") == "1":
         raise ImportError("KAFKALOG_PURE=1")
     # compiled Cython module without a .pyi stub, so mypy cannot see it
-    import kafkalog_cli._speedups.fastscan as _fastscan  # type: ignore[import-not-found]
+    import kafkalog_cli._speedups.fastscan as _fastscan
 except ImportError:
     _fastscan = None
 

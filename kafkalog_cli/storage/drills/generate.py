@@ -18,7 +18,8 @@ from kafkalog_cli.codec.message_v01 import encode_message_set
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.checkpoints import update_offsets
 from kafkalog_cli.storage.disk.files import atomic_write
-from kafkalog_cli.storage.maintenance.writer import LogConfig, PartitionWriter
+from kafkalog_cli.storage.maintenance.log_config import LogConfig
+from kafkalog_cli.storage.maintenance.writer import PartitionWriter
 
 
 @dataclass

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from kafkalog_cli.codec import compression
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.storage.disk import fs
-from kafkalog_cli.storage.maintenance.writer import LogConfig
+from kafkalog_cli.storage.maintenance.log_config import LogConfig
 
 Row = dict[str, Any]
 

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.snapshot import decode_snapshot
@@ -23,13 +23,17 @@ from kafkalog_cli.storage.checks.findings import ERROR, Findings
 from kafkalog_cli.storage.disk import logdir, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
-from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
-from kafkalog_cli.storage.drills.generate import PRESETS, GenSpec, generate
-from kafkalog_cli.storage.maintenance import recover_run
-from kafkalog_cli.storage.maintenance.recover_run import Ordered, Outcome, Progress, RecoverOptions
-from kafkalog_cli.storage.maintenance.recovery import validation_floor
 from kafkalog_cli.storage.queries import timelookup
 from kafkalog_cli.storage.queries.overview import lock_state, partition_info
+
+if TYPE_CHECKING:  # what only generate, recover and migrate use is imported when they run:
+    # a read-only command starts faster without it
+    from kafkalog_cli.storage.maintenance.recover_run import (
+        Ordered,
+        Outcome,
+        Progress,
+        RecoverOptions,
+    )
 
 Row = dict[str, Any]
 ENTRY_KINDS: Final = {"logdir": "logDir", "archive": "logDir", "partition": "partitionDir",
@@ -82,7 +86,10 @@ class CurrentFormat:
 
     # -- generate -----------------------------------------------------------------------
 
-    damage_kinds: Final = KINDS
+    @property
+    def damage_kinds(self) -> tuple[str, ...]:
+        from kafkalog_cli.storage.drills.damage import KINDS
+        return KINDS
 
     def generate(self, out: Path, *, preset: str | None, damages: tuple[str, ...],
                  topics: tuple[str, ...], partitions: int, records: int, batch_records: int,
@@ -90,6 +97,8 @@ class CurrentFormat:
                  magic: int, transactions: bool, idempotent: bool, jitter_ms: int,
                  segment_bytes: int, seed: int) -> list[str]:
         """Write a seeded log dir, damaged as asked; the notes say what was done."""
+        from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
+        from kafkalog_cli.storage.drills.generate import PRESETS, GenSpec, generate
         if not set(damages) <= set(KINDS):
             raise UsageError(f"--damage {', '.join(damages)}: some of these exist only for "
                              "Kafka 0.7 partitions; add --format 0.7")
@@ -115,6 +124,7 @@ class CurrentFormat:
 
     def recover(self, targets: list[Target], o: RecoverOptions, stack: ExitStack,
                 progress: Progress) -> Outcome:
+        from kafkalog_cli.storage.maintenance import recover_run
         return recover_run.recover(targets, o, stack, progress)
 
     # -- migrate ------------------------------------------------------------------------
@@ -236,6 +246,7 @@ def _check_file(path: Path, f: Findings, opts: CheckOptions, stats: Stats) -> No
     fn = naming.parse_file_name(path.name)
     if fn.kind is naming.FileKind.SEGMENT and fn.suffix != naming.SNAPSHOT and not fn.temp:
         part = logdir.open_target(path.parent).partition or scan_partition(path.parent)
+        from kafkalog_cli.storage.maintenance.recovery import validation_floor
         floor = validation_floor([s.base_offset for s in part.segments], recovery_point(part))
         part.segments = [s for s in part.segments if s.base_offset == fn.offset]
         if not part.segments:

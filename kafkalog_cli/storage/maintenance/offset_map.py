@@ -99,7 +99,7 @@ def _use_compiled() -> None:
         return
     try:
         # compiled Cython module without a .pyi stub, so mypy cannot see it
-        import kafkalog_cli._speedups.fastclean as fc  # type: ignore[import-not-found]
+        import kafkalog_cli._speedups.fastclean as fc
 
         compiled = fc.OffsetMap, fc.map_section, fc.filter_section
     except (ImportError, AttributeError):  # not built, or built from an older .pyx

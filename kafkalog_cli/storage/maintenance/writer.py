@@ -33,18 +33,9 @@ from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir
 from kafkalog_cli.storage.disk.logdir import PartitionDir, scan_partition
 from kafkalog_cli.storage.disk.segment import Segment
 from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.maintenance.log_config import LogConfig
 from kafkalog_cli.storage.maintenance.rebuild import Rebuilt, rebuild_segment
 from kafkalog_cli.storage.queries.producers import ProducerState
-
-
-@dataclass
-class LogConfig:
-    segment_bytes: int = 1024 * 1024 * 1024
-    segment_ms: int = 7 * 24 * 3600 * 1000
-    segment_jitter_ms: int = 0
-    index_interval_bytes: int = 4096
-    segment_index_bytes: int = 10 * 1024 * 1024
-    fsync: bool = False
 
 
 class _Active:

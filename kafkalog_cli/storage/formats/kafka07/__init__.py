@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.message_v07 import Message07, codec_name, inner_messages
@@ -18,7 +18,6 @@ from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.errors import CorruptDataError, UsageError
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import Findings
-from kafkalog_cli.storage.formats.kafka07 import migrate, recovery
 from kafkalog_cli.storage.formats.kafka07.check import check_target, target_problems
 from kafkalog_cli.storage.formats.kafka07.layout import (
     CLEAN_SHUTDOWN,
@@ -28,8 +27,10 @@ from kafkalog_cli.storage.formats.kafka07.layout import (
     find_target,
 )
 from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
-from kafkalog_cli.storage.maintenance.recover_run import Outcome, Progress, RecoverOptions
 from kafkalog_cli.storage.queries.timelookup import Found
+
+if TYPE_CHECKING:  # recover and migrate import their modules when they run (start-up)
+    from kafkalog_cli.storage.maintenance.recover_run import Outcome, Progress, RecoverOptions
 
 Row = dict[str, Any]
 _ENTRY_KINDS: Final = {"logdir": "logDir", "partition": "partitionDir", "file": "segmentFile"}
@@ -102,6 +103,7 @@ class Kafka07Format:
             if t.kind == "file":
                 raise UsageError(f"{t.path}: name the partition dir or log dir, not a segment "
                                  "(0.7 recovers the newest segment of a partition)")
+        from kafkalog_cli.storage.formats.kafka07 import recovery
         return recovery.recover(targets, o, stack, progress)
 
     def migration_source(self, t: Target07) -> list[Partition07]:
@@ -112,6 +114,7 @@ class Kafka07Format:
         if problems:
             path, msg = problems[0]
             raise CorruptDataError(msg, str(path))
+        from kafkalog_cli.storage.formats.kafka07 import migrate
         for part in t.partitions:
             migrate.check_migratable(part)
         return t.partitions
