@@ -87,7 +87,8 @@ def spark(got: dict) -> Tables:
         one, two, core, dump = (_spread(got[k]) for k in
                                 ("local1_s", "local2_s", "one_core_s", "dump_s"))
         data = (f"data: {got['partitions']} partitions of one {got['mb']} MiB uncompressed "
-                f"segment, {got['records']:,} records")
+                f"segment, {got['records']:,} records; {len(got['local1_s'])} timed reads a "
+                f"Spark run, {len(got['dump_s'])} CLI dumps")
     else:  # an older run: the best of each, as records/s
         n = got["records"]
         one, two, core, dump = ({"median": n / got[k], "best_of": of} for k, of in
