@@ -53,6 +53,10 @@ class Figure:
                            self.goal_text, self.note, self.unit)
 
 
+# goals on our own median rather than the ratio ("s<=": older results.json's seconds bound)
+ABSOLUTE = ("abs<=", "abs>=", "s<=")
+
+
 def judge(goal: tuple[str, float] | list | None, ours: float, ratio: float | None
           ) -> bool | None:
     """Whether a goal holds: None without one. "abs" goals bound our own median (the older
@@ -60,7 +64,7 @@ def judge(goal: tuple[str, float] | list | None, ours: float, ratio: float | Non
     if goal is None:
         return None
     op, bound = goal
-    if op in ("abs<=", "abs>=", "s<="):
+    if op in ABSOLUTE:
         value = ours
     else:
         assert ratio is not None, f"a goal on the ratio needs a peer: {goal}"

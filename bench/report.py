@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from measure import judge
+from measure import ABSOLUTE, judge
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
 TITLE = "# Benchmark results"
@@ -58,7 +58,7 @@ def goal(f: dict) -> str:
         return f"{sign} {bound:g} s"
     # 1,000,000 records/s; 0.556
     text = f"{sign} {bound:,.0f}" if bound >= 10_000 else f"{sign} {bound:g}"
-    if op.startswith("abs"):
+    if op in ABSOLUTE:
         text += f" {f.get('unit', 's')}"
     return f"{text} ({f['goal_text']})" if f["goal_text"] else text
 
@@ -74,7 +74,7 @@ def row(f: dict) -> str:
 
 def _value(f: dict) -> str:
     """What a goal was judged on: the ratio, or our median with its unit."""
-    if f["goal"][0] in ("abs<=", "abs>=", "s<="):
+    if f["goal"][0] in ABSOLUTE:
         unit = f.get("unit", "s")
         return f"{_num(f['ours_s']['median'], unit)} {unit}"
     return f"{ratio(f):.2f}"
