@@ -59,6 +59,12 @@ bench: $(STAMP) kafka-ref s3proxy peers
 	$(COMPILE)
 	$(PY) bench/results.py --runs $${KAFKALOG_BENCH_RUNS:-5} --readme README.md
 
+# RESULTS.md and the README block again from the last run's bench/out/results.json, measuring
+# nothing (after a change to how results are rendered).
+.PHONY: bench-render
+bench-render: $(STAMP)
+	$(PY) bench/results.py --render-only bench/out/results.json --readme README.md
+
 # Man pages from the click definitions (a test fails when man/ is stale). To read one:
 # `man -l man/kafkalog-dump.1`; to install: `install -Dm644 -t ~/.local/share/man/man1 man/*.1`.
 .PHONY: man

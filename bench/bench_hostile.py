@@ -67,22 +67,42 @@ def _inputs() -> list[tuple[str, Path, list[list[object]]]]:
     ]
 
 
-def main() -> list[str]:
-    """One line per input and command; also printed."""
-    lines = [f"bound: peak RSS <= {rss_bound() / MiB:.0f} MiB (default cap)"]
-    print(lines[0], flush=True)
+def run() -> dict:
+    """The bound and, per input and command, peak RSS (MiB), CPU seconds and exit code of one
+    run (bench/RESULTS.md's rows)."""
+    got: dict = {"bound_mib": round(rss_bound() / MiB, 1), "goal_text": "2 x cap + 64 MiB",
+                 "runs": []}
+    print(bound_line(got["bound_mib"]), flush=True)
     for what, pdir, commands in _inputs():
         size = sum(p.stat().st_blocks * 512 for p in pdir.rglob("*") if p.is_file())
         for cmd in commands:
             args = cmd if any(isinstance(a, Path) for a in cmd) else [*cmd, pdir]
-            run = measure(*args)
-            shown = " ".join(str(a.name) if isinstance(a, Path) else str(a) for a in args)
-            line = (f"{what} ({size / MiB:.1f} MiB on disk): {shown}: peak RSS "
-                    f"{run.peak_rss / MiB:.0f} MiB, CPU {run.cpu:.2f} s, exit {run.code}"
-                    + ("" if run.peak_rss <= rss_bound() else "  ** over the bound **"))
-            lines.append(line)
-            print(line, flush=True)
-    return lines
+            m = measure(*args)
+            got["runs"].append({
+                "input": what, "size_mib": round(size / MiB, 1),
+                "command": " ".join(str(a.name) if isinstance(a, Path) else str(a)
+                                    for a in args),
+                "peak_rss_mib": round(m.peak_rss / MiB, 1), "cpu_s": round(m.cpu, 2),
+                "exit": m.code})
+            print(line(got["runs"][-1], got["bound_mib"]), flush=True)
+    return got
+
+
+def line(r: dict, bound_mib: float) -> str:
+    return (f"{r['input']} ({r['size_mib']:.1f} MiB on disk): {r['command']}: peak RSS "
+            f"{r['peak_rss_mib']:.0f} MiB, CPU {r['cpu_s']:.2f} s, exit {r['exit']}"
+            + ("" if r["peak_rss_mib"] <= bound_mib else "  ** over the bound **"))
+
+
+def bound_line(bound_mib: float) -> str:
+    return f"bound: peak RSS <= {bound_mib:.0f} MiB (default cap)"
+
+
+def main() -> list[str]:
+    """One line per input and command; also printed."""
+    got = run()
+    return [bound_line(got["bound_mib"]),
+            *(line(r, got["bound_mib"]) for r in got["runs"])]
 
 
 if __name__ == "__main__":

@@ -23,11 +23,14 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 OUT = HERE / "out" / "spark"
 PY = sys.executable
+RUNS = 3  # timed reads per Spark run (the CLI dump: one fewer)
+SKIPPED = "skipped (pip install 'kafkalog[spark]')"
 
 
 def make_input(partitions: int, mb: int) -> tuple[Path, int]:
@@ -98,9 +101,9 @@ def settle(read: Callable[[], object], tries: int = 12) -> int:
     return tries
 
 
-def worker(master: str, path: str, runs: int) -> dict[str, float]:
-    """One Spark run (in its own process): seconds for a full read, best of `runs`, and the
-    CPU seconds the JVM and its Python workers spent in that run."""
+def worker(master: str, path: str, runs: int) -> dict[str, Any]:
+    """One Spark run (in its own process): seconds for a full read, best of `runs` (and each
+    of them), and the CPU seconds the JVM and its Python workers spent in the best."""
     from kafkalog_cli.spark.session import Session
 
     with Session(master, app_name="kafkalog-bench") as spark:
@@ -109,16 +112,17 @@ def worker(master: str, path: str, runs: int) -> dict[str, float]:
         rows = df.count()  # warm-up: Python workers, imports, planning
         warm = time.perf_counter() - t0
         settled = settle(lambda: df.write.format("noop").mode("overwrite").save())
-        best, cpu = float("inf"), 0.0
+        best, cpu, each = float("inf"), 0.0, []
         for _ in range(runs):
             before = _cpu_ticks()
             t0 = time.perf_counter()
             df.write.format("noop").mode("overwrite").save()
             dt = time.perf_counter() - t0
+            each.append(dt)
             if dt < best:
                 best, cpu = dt, _tree_cpu(before, _cpu_ticks(), os.getpid())
     return {"rows": rows, "seconds": best, "cpu_s": cpu, "warmup_s": warm,
-            "settle_reads": settled}
+            "settle_reads": settled, "runs_s": each}
 
 
 def _pin(cpus: str) -> list[str]:
@@ -127,7 +131,7 @@ def _pin(cpus: str) -> list[str]:
 
 
 def run_worker(master: str, path: Path, runs: int, cpus: str | None = None
-               ) -> dict[str, float]:
+               ) -> dict[str, Any]:
     """One Spark run in its own process (JVM and Python workers inherit `cpus`, if given)."""
     pin = _pin(cpus) if cpus else []
     p = subprocess.run([*pin, PY, __file__, "--worker", master, "--path", str(path),
@@ -138,18 +142,23 @@ def run_worker(master: str, path: Path, runs: int, cpus: str | None = None
 
 
 def cli_dump(path: Path, runs: int) -> float:
+    return min(cli_dump_runs(path, runs))
+
+
+def cli_dump_runs(path: Path, runs: int) -> list[float]:
+    """Seconds of each of `runs` CLI dumps on one core."""
     cmd = [PY, "-m", "kafkalog_cli", "dump", str(path), "--records", "--no-batches",
            "--format", "jsonl", "--payload", "base64"]
     pin = _pin("0")
-    best = float("inf")
+    each = []
     for _ in range(runs):
         t0 = time.perf_counter()
         subprocess.run(pin + cmd, stdout=subprocess.DEVNULL, check=True)
-        best = min(best, time.perf_counter() - t0)
-    return best
+        each.append(time.perf_counter() - t0)
+    return each
 
 
-def bench(partitions: int = 8, mb: int = 32, runs: int = 3) -> dict[str, float]:
+def bench(partitions: int = 8, mb: int = 32, runs: int = RUNS) -> dict[str, Any]:
     path, records = make_input(partitions, mb)
     one = run_worker("local[1]", path, runs)
     two = run_worker("local[2]", path, runs)
@@ -157,8 +166,13 @@ def bench(partitions: int = 8, mb: int = 32, runs: int = 3) -> dict[str, float]:
     # the same run confined to one CPU shows how throughput follows cores
     core = run_worker("local[1]", path, runs, cpus="0")
     assert one["rows"] == two["rows"] == core["rows"] == records, (one, two, core, records)
-    dump_s = cli_dump(path, max(1, runs - 1))
-    return {"records": records, "local1_rps": records / one["seconds"],
+    dumps = cli_dump_runs(path, max(1, runs - 1))
+    dump_s = min(dumps)
+    return {"records": records, "partitions": partitions, "mb": mb,
+            # each timed read, for bench/RESULTS.md's median (min-max)
+            "local1_s": one["runs_s"], "local2_s": two["runs_s"],
+            "one_core_s": core["runs_s"], "dump_s": dumps,
+            "local1_rps": records / one["seconds"],
             "local2_rps": records / two["seconds"], "dump_rps": records / dump_s,
             "scaling": one["seconds"] / two["seconds"],
             "one_core_rps": records / core["seconds"],
@@ -173,7 +187,7 @@ def bench(partitions: int = 8, mb: int = 32, runs: int = 3) -> dict[str, float]:
             "machine_cores": os.cpu_count() or 0, "load_avg": os.getloadavg()[0]}
 
 
-def report(r: dict[str, float]) -> str:
+def report(r: dict[str, Any]) -> str:
     return (f"{r['records']:,} records: local[1] {r['local1_rps']:,.0f} rec/s, local[2] "
             f"{r['local2_rps']:,.0f} rec/s -> {r['scaling']:.2f}x (goal >= 1.7); "
             f"local[1] confined to one CPU {r['one_core_rps']:,.0f} rec/s -> local[2] on two "
@@ -190,30 +204,29 @@ def report(r: dict[str, float]) -> str:
 
 def summary() -> str:
     """One line for bench/run.py (default sizes)."""
+    return report(bench()) if available() else SKIPPED
+
+
+def available() -> bool:
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        return "skipped (pip install 'kafkalog[spark]')"
-    return report(bench())
+        return False
+    return True
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--mb", type=int, default=32, help="segment size per partition")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=RUNS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--path", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
         print(json.dumps(worker(a.worker, a.path, a.runs)))
         return
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        print("skipped (pip install 'kafkalog[spark]')")
-        return
-    print(report(bench(a.partitions, a.mb, a.runs)))
+    print(report(bench(a.partitions, a.mb, a.runs)) if available() else SKIPPED)
 
 
 if __name__ == "__main__":

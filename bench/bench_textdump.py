@@ -90,9 +90,9 @@ def _wall(cmd: list[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - t
 
 
-def _stats(xs: list[float]) -> dict[str, float]:
+def _stats(xs: list[float]) -> dict[str, Any]:
     return {"median": round(statistics.median(xs), 3), "min": round(min(xs), 3),
-            "max": round(max(xs), 3)}
+            "max": round(max(xs), 3), "runs": [round(x, 6) for x in xs]}
 
 
 def run(runs: int = 5, size_mib: int = 256) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 A figure is ours against a peer, timed in turns (ours, peer, peer, ours, ...: who goes first
 alternates) so load from elsewhere falls on both alike. Its ratio is always ours/peer in
-seconds: below 1 is ours faster. A goal is a bound on that ratio ("<=" or ">=").
+seconds: below 1 is ours faster. A goal is a bound on that ratio ("<=" or ">="), or, for a
+figure with no peer (records/s, MiB, seconds), on our own median ("abs<=" or "abs>=").
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ class Figure:
     name: str
     ours: str  # what was timed, in words
     peer: str
+    # the runs' values in `unit`: wall seconds unless said
     ours_s: list[float] = field(default_factory=list)
     peer_s: list[float] = field(default_factory=list)
-    # ("<=", 1.1): a bound on ours/peer time; ("s<=", 0.5): on our median seconds
+    # ("<=", 1.1): a bound on ours/peer; ("abs<=", 0.5) or ("abs>=", 1e6): on our median
     goal: tuple[str, float] | None = None
     goal_text: str = ""  # the goal in the issue's words, when they differ from the bound
     note: str = ""
+    unit: str = "s"
 
     @property
     def ratio(self) -> float | None:
@@ -42,22 +45,44 @@ class Figure:
 
     @property
     def holds(self) -> bool | None:
-        if self.goal is None:
-            return None
-        op, bound = self.goal
-        if op == "s<=":  # a bound on our own median seconds (no peer)
-            return statistics.median(self.ours_s) <= bound
-        ratio = self.ratio
-        assert ratio is not None
-        return ratio <= bound if op == "<=" else ratio >= bound
+        return judge(self.goal, statistics.median(self.ours_s), self.ratio)
 
     def as_json(self) -> dict:
-        return {"section": self.section, "name": self.name, "ours": self.ours,
-                "peer": self.peer, "ours_s": summary(self.ours_s),
-                "peer_s": summary(self.peer_s) if self.peer_s else None,
-                "ratio": None if self.ratio is None else round(self.ratio, 4),
-                "goal": list(self.goal) if self.goal else None, "goal_text": self.goal_text,
-                "holds": self.holds, "note": self.note}
+        return figure_json(self.section, self.name, self.ours, self.peer, summary(self.ours_s),
+                           summary(self.peer_s) if self.peer_s else None, self.goal,
+                           self.goal_text, self.note, self.unit)
+
+
+# goals on our own median rather than the ratio ("s<=": older results.json's seconds bound)
+ABSOLUTE = ("abs<=", "abs>=", "s<=")
+
+
+def judge(goal: tuple[str, float] | list | None, ours: float, ratio: float | None
+          ) -> bool | None:
+    """Whether a goal holds: None without one. "abs" goals bound our own median (the older
+    "s<=" is "abs<=" in seconds), the others ours/peer."""
+    if goal is None:
+        return None
+    op, bound = goal
+    if op in ABSOLUTE:
+        value = ours
+    else:
+        assert ratio is not None, f"a goal on the ratio needs a peer: {goal}"
+        value = ratio
+    return value >= bound if op.endswith(">=") else value <= bound
+
+
+def figure_json(section: str, name: str, ours: str, peer: str, ours_v: dict,
+                peer_v: dict | None, goal: tuple[str, float] | list | None = None,
+                goal_text: str = "", note: str = "", unit: str = "s") -> dict:
+    """A figure as results.json keeps it and report.py renders it, from summaries (median,
+    min, max and, when kept, the runs) of ours and the peer."""
+    ratio = None if peer_v is None else ours_v["median"] / peer_v["median"]
+    return {"section": section, "name": name, "ours": ours, "peer": peer, "unit": unit,
+            "ours_s": ours_v, "peer_s": peer_v,
+            "ratio": None if ratio is None else round(ratio, 4),
+            "goal": list(goal) if goal else None, "goal_text": goal_text,
+            "holds": judge(goal, ours_v["median"], ratio), "note": note}
 
 
 def summary(xs: list[float]) -> dict:
