@@ -103,10 +103,13 @@ def spark(got: dict) -> Tables:
              f"CPU-µs/record; first action incl. worker start-up {got['warmup_s']:.1f} s; "
              f"load average {got['load_avg']:.1f} at the end"]
     cli = "kafkalog dump --records --format jsonl, one CPU"
+    # The scaling goal (1 core -> 2) is judged against local[1] confined to one CPU: unpinned,
+    # local[1] already keeps more than one core busy (the line above), so it is not 1 core.
     figs = [figure_json(SPARK, "full read, local[2] vs local[1]", "local[2]", "local[1]",
-                        two, one, ("<=", round(1 / 1.7, 3)), "≥ 1.7x faster"),
+                        two, one),
             figure_json(SPARK, "full read, local[2] vs local[1] pinned to one CPU", "local[2]",
-                        "local[1], one CPU", two, core),
+                        "local[1], one CPU", two, core, ("<=", round(1 / 1.7, 3)),
+                        "≥ 1.7x faster"),
             figure_json(SPARK, "full read, local[1] vs the CLI", "local[1]", cli, one, dump),
             figure_json(SPARK, "full read, local[2] vs the CLI", "local[2]", cli, two, dump)]
     return notes, figs
