@@ -8,7 +8,8 @@ once to warm the Python workers, read until the JIT settles (settle()), then tim
 reads (best of --runs), each materialising every column of every row through the `noop`
 sink. The reference is
 `kafkalog dump --records --format jsonl` on one core over the same dirs.
-Goals: local[2] >= 1.7x local[1] confined to one CPU (scaling; unconfined, local[1] uses more than one); the records/s ratio to the CLI is reported.
+Goals: local[2] >= 1.7x local[1] confined to one CPU (scaling; unconfined, local[1] uses
+more than one core); the records/s ratio to the CLI is reported.
 Not a test. Needs PySpark (pip install 'kafkalog[spark]').
 """
 
