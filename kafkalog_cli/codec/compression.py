@@ -157,11 +157,13 @@ def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
 
 def _inflate_members(inflater: Any, data: bytes | memoryview, max_size: int) -> bytes:
     """Concatenated gzip members through `inflater` (zlib or isal_zlib, the same API)."""
+    d = inflater.decompressobj(16 + zlib.MAX_WBITS)
+    piece: bytes = d.decompress(data, max_size + 1)
+    if d.eof and not d.unused_data and len(piece) <= max_size:
+        return piece  # one member, as Kafka writes: no copy
     out = bytearray()
-    rest: bytes | memoryview = data
     while True:
-        d = inflater.decompressobj(16 + zlib.MAX_WBITS)
-        out += d.decompress(rest, max_size + 1 - len(out))
+        out += piece
         if len(out) > max_size:
             raise _too_big(max_size)
         if not d.eof:
@@ -171,6 +173,8 @@ def _inflate_members(inflater: Any, data: bytes | memoryview, max_size: int) -> 
         rest = d.unused_data
         if not rest:
             return bytes(out)
+        d = inflater.decompressobj(16 + zlib.MAX_WBITS)
+        piece = d.decompress(rest, max_size + 1 - len(out))
 
 
 def _gzip(data: bytes, level: int | None) -> bytes:
