@@ -92,7 +92,7 @@ def _isal_zlib() -> Any:
         _isal = None
         if not _PURE:
             try:
-                from isal import isal_zlib  # type: ignore[import-untyped]
+                from isal import isal_zlib
                 _isal = isal_zlib
             except ImportError:
                 pass
