@@ -104,14 +104,15 @@ def decompress(codec: int, data: bytes | memoryview, *,
     """Inflate `data`; raise CorruptBatch on bad input, DecompressionLimit past `max_size`."""
     if codec == GZIP:
         return _gunzip(data, max_size)
+    out: bytes | None
     if codec == SNAPPY:
-        fast = _fast_module()
+        fast = _fast if _fast is not _unset else _fast_module()
         out = None if fast is None else fast.unsnappy(data, max_size)
-        return _unsnappy(data, max_size) if out is None else cast(bytes, out)
+        return _unsnappy(data, max_size) if out is None else out
     if codec == LZ4:
-        fast = _fast_module()
+        fast = _fast if _fast is not _unset else _fast_module()
         out = None if fast is None else fast.unlz4(data, max_size, legacy_lz4)
-        return _unlz4(data, max_size, legacy_lz4) if out is None else cast(bytes, out)
+        return _unlz4(data, max_size, legacy_lz4) if out is None else out
     if codec == ZSTD:
         return _unzstd(data, max_size)
     if codec == NONE:
