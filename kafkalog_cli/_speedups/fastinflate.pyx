@@ -165,8 +165,10 @@ def unlz4(const unsigned char[::1] src, Py_ssize_t max_size, bint legacy):
             else:
                 if room > max_block:
                     room = max_block
+                # output_len given (positionally: no kwargs dict a block), or cramjam may
+                # read a size prefix from the block
                 got = _lz4_block_into(_view(s + p, n, PyBUF_READ),
-                                      _view(out + used, room, PyBUF_WRITE), output_len=room)
+                                      _view(out + used, room, PyBUF_WRITE), room)
                 if got < 0 or got > room:
                     raise ValueError
             used += got
