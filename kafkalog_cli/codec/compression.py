@@ -21,9 +21,10 @@ Decompression is bounded by `max_size` so that a hostile file cannot exhaust mem
 
 from __future__ import annotations
 
+import os
 import struct
 import zlib
-from typing import Final, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 from kafkalog_cli.errors import CodecUnavailable, CorruptBatch, DecompressionLimit
 
@@ -59,15 +60,59 @@ def name(codec: int) -> str:
     return NAMES[codec] if 0 <= codec < len(NAMES) else f"unknown({codec})"
 
 
+_PURE: Final = os.environ.get("KAFKALOG_PURE") == "1"
+_unset: Final[Any] = object()
+_fast: Any = _unset
+_isal: Any = _unset
+
+
+def _fast_module() -> Any:
+    """kafkalog_cli/_speedups/fastinflate.pyx, the snappy and lz4 frame walks compiled, or None.
+
+    It returns None for anything it does not decode cleanly, and the pure functions below (its
+    specification, tested equal) then raise with their messages. KAFKALOG_PURE=1 skips it.
+    Imported on first use: it brings cramjam, which a run without snappy or lz4 need not load."""
+    global _fast
+    if _fast is _unset:
+        _fast = None
+        if not _PURE:
+            try:
+                import kafkalog_cli._speedups.fastinflate as fast  # type: ignore[import-not-found]
+                _fast = fast
+            except ImportError:  # not built, or cramjam missing
+                pass
+    return _fast
+
+
+def _isal_zlib() -> Any:
+    """isal.isal_zlib (python-isal), zlib's API inflating 2-3x faster, or None; KAFKALOG_PURE=1
+    keeps zlib. Imported on first use (10 ms)."""
+    global _isal
+    if _isal is _unset:
+        _isal = None
+        if not _PURE:
+            try:
+                from isal import isal_zlib
+                _isal = isal_zlib
+            except ImportError:
+                pass
+    return _isal
+
+
 def decompress(codec: int, data: bytes | memoryview, *,
                max_size: int = DEFAULT_MAX_DECOMPRESSED, legacy_lz4: bool = False) -> bytes:
     """Inflate `data`; raise CorruptBatch on bad input, DecompressionLimit past `max_size`."""
     if codec == GZIP:
         return _gunzip(data, max_size)
+    out: bytes | None
     if codec == SNAPPY:
-        return _unsnappy(data, max_size)
+        fast = _fast if _fast is not _unset else _fast_module()
+        out = None if fast is None else fast.unsnappy(data, max_size)
+        return _unsnappy(data, max_size) if out is None else out
     if codec == LZ4:
-        return _unlz4(data, max_size, legacy_lz4)
+        fast = _fast if _fast is not _unset else _fast_module()
+        out = None if fast is None else fast.unlz4(data, max_size, legacy_lz4)
+        return _unlz4(data, max_size, legacy_lz4) if out is None else out
     if codec == ZSTD:
         return _unzstd(data, max_size)
     if codec == NONE:
@@ -99,23 +144,38 @@ def _too_big(max_size: int) -> DecompressionLimit:
 # -- gzip -------------------------------------------------------------------------------
 
 def _gunzip(data: bytes | memoryview, max_size: int) -> bytes:
-    out = bytearray()
-    rest: bytes | memoryview = data
+    isal = _isal_zlib()
+    if isal is not None:
+        try:
+            return _inflate_members(isal, data, max_size)
+        except (isal.error, CorruptBatch, DecompressionLimit):
+            pass  # rare: zlib below says what is wrong, in the words the pure path uses
     try:
-        while True:
-            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            out += d.decompress(rest, max_size + 1 - len(out))
-            if len(out) > max_size:
-                raise _too_big(max_size)
-            if not d.eof:
-                if d.unconsumed_tail:
-                    raise _too_big(max_size)
-                raise CorruptBatch("gzip stream is truncated")
-            rest = d.unused_data
-            if not rest:
-                return bytes(out)
+        return _inflate_members(zlib, data, max_size)
     except zlib.error as e:
         raise CorruptBatch(f"gzip data is corrupt: {e}") from None
+
+
+def _inflate_members(inflater: Any, data: bytes | memoryview, max_size: int) -> bytes:
+    """Concatenated gzip members through `inflater` (zlib or isal_zlib, the same API)."""
+    d = inflater.decompressobj(16 + zlib.MAX_WBITS)
+    piece: bytes = d.decompress(data, max_size + 1)
+    if d.eof and not d.unused_data and len(piece) <= max_size:
+        return piece  # one member, as Kafka writes: no copy
+    out = bytearray()
+    while True:
+        out += piece
+        if len(out) > max_size:
+            raise _too_big(max_size)
+        if not d.eof:
+            if d.unconsumed_tail:
+                raise _too_big(max_size)
+            raise CorruptBatch("gzip stream is truncated")
+        rest = d.unused_data
+        if not rest:
+            return bytes(out)
+        d = inflater.decompressobj(16 + zlib.MAX_WBITS)
+        piece = d.decompress(rest, max_size + 1 - len(out))
 
 
 def _gzip(data: bytes, level: int | None) -> bytes:
