@@ -14,8 +14,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_PRINTABLE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")  # no spaces at the ends
+_INT = r"-?(?:0|[1-9][0-9]*)"
+_CELL = r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?"  # ASCII, no spaces at the ends
+_INTS = re.compile(f"{_INT}(?:\n{_INT})*")  # a column's cells joined by newlines
+_CELLS = re.compile(f"{_CELL}(?:\n{_CELL})*")
+_HEADER = re.compile(_CELL)
 # what tabulate reads as a number with thousands separators (1,000.5), as it spells it
 _THOUSANDS = re.compile(r"^(([+-]?[0-9]{1,3})(?:,([0-9]{3}))*)?(?(1)\.[0-9]*|\.[0-9]+)?$")
 MIN_PADDING = 2  # tabulate's
@@ -23,20 +26,23 @@ MIN_PADDING = 2  # tabulate's
 
 def _kind(cells: list[Any]) -> str | None:
     """"int" or "str" as tabulate would type the column, or None when unsure."""
-    ints = True
-    text = False
-    for c in cells:
-        if type(c) is not str or not _PRINTABLE.fullmatch(c):
-            return None
-        if ints and _INT.fullmatch(c):
-            continue
-        ints = False
-        if not text and not _THOUSANDS.match(c) and c not in ("True", "False"):
+    try:
+        joined = "\n".join(cells)
+    except TypeError:  # not all text: tabulate formats numbers its own way
+        return None
+    if joined.count("\n") != len(cells) - 1:  # a cell of several lines
+        return None
+    if _INTS.fullmatch(joined):
+        return "int"
+    if not _CELLS.fullmatch(joined):
+        return None
+    for c in cells:  # one text cell makes the column text, whatever the others
+        if not _THOUSANDS.match(c) and c not in ("True", "False"):
             try:
                 float(c)
             except ValueError:
-                text = True  # one text cell makes the column text, whatever the others
-    return "int" if ints else "str" if text else None
+                return "str"
+    return None
 
 
 def plain_table(rows: list[list[Any]], headers: list[str]) -> str:
@@ -44,7 +50,7 @@ def plain_table(rows: list[list[Any]], headers: list[str]) -> str:
     cols = [[r[i] for r in rows] for i in range(len(headers))] if rows else []
     kinds = [_kind(c) for c in cols]
     if not rows or any(len(r) != len(headers) for r in rows) or None in kinds or \
-            not all(_PRINTABLE.fullmatch(h) for h in headers):
+            not all(_HEADER.fullmatch(h) for h in headers):
         from tabulate import tabulate
 
         return str(tabulate(rows, headers=headers, tablefmt="plain"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import tabulate as tabulate_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -40,7 +41,7 @@ def test_same_text_as_tabulate(table: tuple[list[str], list[list[str]]]) -> None
     assert plain_table(rows, headers) == tabulate(rows, headers=headers, tablefmt="plain")
 
 
-def test_info_like_columns_are_drawn_here(monkeypatch) -> None:  # noqa: ANN001
+def test_info_like_columns_are_drawn_here(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fast path is taken for info's cells (so the test above compares it)."""
     def refuse(*_a: object, **_k: object) -> str:
         raise AssertionError("tabulate called")
