@@ -17,7 +17,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage, Record
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import decoding, options, parallel
+from kafkalog_cli.commands import chunked, decoding, options
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.output.console import note, warn
@@ -204,8 +204,8 @@ class Dumper:
 
     def partitions(self, parts: list[PartitionDir]) -> None:
         """Dump partitions in order, over `self.jobs` worker processes."""
-        self.problems += sum(parallel.ordered(parts, self.problems_in, self.jobs,
-                                              renderer=self.out))
+        self.problems += sum(chunked.ordered(parts, self.problems_in, self.jobs,
+                                             renderer=self.out))
 
     def problems_in(self, part: PartitionDir) -> int:
         """Dump a partition; the problems it found (summed by the caller, which may run

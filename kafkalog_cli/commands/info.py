@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options, parallel
+from kafkalog_cli.commands import chunked, options
 from kafkalog_cli.output.console import human_time
+from kafkalog_cli.output.plain import plain_table
 from kafkalog_cli.output.render import exploding, make_renderer, write_document
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.formats import open_targets
@@ -42,8 +43,6 @@ _BYTE_OFFSET_FIELDS = {"format", "entries", "damaged"}  # what 0.7's rows carry 
 
 
 def _text(entry: Row) -> str:
-    from tabulate import tabulate
-
     head = entry["path"]
     if "format" in entry:
         head += f"  format: Kafka {entry['format']} (offsets are byte offsets)"
@@ -53,8 +52,8 @@ def _text(entry: Row) -> str:
         head += f"  lock: {entry['lock']}"
     parts = entry["partitions"]
     columns = [c for c in _COLUMNS if c[1] in (parts[0] if parts else _empty(entry))]
-    lines = [head, tabulate([[cell(x) for _h, _f, cell in columns] for x in parts],
-                            headers=[h for h, _f, _c in columns], tablefmt="plain")]
+    lines = [head, plain_table([[cell(x) for _h, _f, cell in columns] for x in parts],
+                               [h for h, _f, _c in columns])]
     for x in parts:
         if x.get("kraftSnapshots"):
             last, n = x["lastKraftSnapshot"], x["kraftSnapshots"]
@@ -111,7 +110,7 @@ def command(paths: tuple[str, ...], fmt: str, jobs: int = 1) -> int:
       kafkalog info /var/lib/kafka/orders-0 --format json
       kafkalog info /var/lib/kafka --format csv > partitions.csv
     """
-    entries = [e for t in open_targets(paths) for e in t.format.info(t, parallel.mapper(jobs))]
+    entries = [e for t in open_targets(paths) for e in t.format.info(t, chunked.mapper(jobs))]
     if fmt == "json":
         write_document(entries)
         return 0

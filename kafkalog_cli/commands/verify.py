@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from kafkalog_cli.commands import options, parallel
+from kafkalog_cli.commands import chunked, options
 from kafkalog_cli.commands.common import partition_bytes
 from kafkalog_cli.errors import EXIT_UNFIXED
 from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
@@ -76,7 +76,7 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
             spark_targets.append(target)
             continue
         with progress(partition_bytes(target.format.partitions(target)), "verify") as advance:
-            target.format.check(target, f, opts, stats, advance, parallel.mapper(jobs))
+            target.format.check(target, f, opts, stats, advance, chunked.mapper(jobs))
     if spark_targets:
         from kafkalog_cli.spark.jobs import verify_on_spark
 

@@ -10,9 +10,11 @@ stderr goes through `live.screen`, which keeps it above a bar that is up (see li
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -115,11 +117,17 @@ def human_time(ms: int | None) -> str:
     """Epoch ms as ISO-8601 in UTC (--utc) or local time; JSON keeps epoch ms."""
     if ms is None or ms < 0:
         return "-" if ms is None else str(ms)
+    return _iso(ms, settings.utc, time.tzname)
+
+
+@functools.lru_cache(maxsize=1024)  # tables repeat times (info: a row per partition)
+def _iso(ms: int, utc: bool, _zone: tuple[str, str]) -> str:
+    """`_zone`: the local zone it was made in (TZ and time.tzset() may change it)."""
     try:
         dt = datetime.fromtimestamp(ms / 1000, UTC)
     except (OverflowError, OSError, ValueError):
         return str(ms)
-    if not settings.utc:
+    if not utc:
         dt = dt.astimezone()
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

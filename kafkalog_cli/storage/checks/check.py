@@ -26,6 +26,7 @@ from kafkalog_cli.storage.checks.batch_rules import first_offset, header_faults,
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Findings
 from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
+from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir, RemoteIndexCache
 from kafkalog_cli.storage.disk.segment import Segment, iter_batches
@@ -453,7 +454,7 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
     for off in part.snapshots:
         p = pdir / naming.segment_file_name(off, naming.SNAPSHOT)
         try:
-            decode_snapshot(p.read_bytes())
+            decode_snapshot(read_small(p))
         except CorruptDataError as e:
             f.add(ERROR, "SNAPSHOT_CORRUPT", p, e.pos, e.reason + " (the broker deletes it and "
                   "rebuilds producer state from the log)", fix=fix_recover)
@@ -477,7 +478,7 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
 def _check_leader_epochs(p: Path, f: Findings, leo: int | None,
                          summaries: list[SegmentSummary], fix: str) -> None:
     try:
-        entries = parse_leader_epochs(p.read_bytes())
+        entries = parse_leader_epochs(read_small(p))
     except CorruptDataError as e:
         f.add(ERROR, "LEADER_EPOCH_CORRUPT", p, e.pos, e.reason + " (a broker reading it takes "
               "the log dir offline; recover writes it again from the batches)", fix=fix)
@@ -503,7 +504,7 @@ def _check_leader_epochs(p: Path, f: Findings, leo: int | None,
 
 def _check_partition_metadata(p: Path, f: Findings) -> None:
     try:
-        text = p.read_text("utf-8")
+        text = read_small(p).decode("utf-8")  # its lines split as read_text's would
     except (OSError, UnicodeDecodeError) as e:
         f.add(ERROR, "PARTITION_METADATA_CORRUPT", p, None, str(e))
         return

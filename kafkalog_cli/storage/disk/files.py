@@ -62,3 +62,21 @@ def read_regular(path: Path) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def read_small(path: Path) -> bytes:
+    """A small file's bytes as `path.read_bytes()` gives them, with the same errors, without
+    a buffered file object (three of them a partition were a tenth of `verify`'s time on many
+    small partitions)."""
+    if fs.is_remote(path):
+        return path.read_bytes()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as e:  # a directory fails here, not at open: name it as open() does
+        raise OSError(e.errno, e.strerror, str(path)) from None
+    finally:
+        os.close(fd)

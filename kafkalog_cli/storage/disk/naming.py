@@ -17,6 +17,7 @@ the checkpoints it then writes (`<topic> <partition> <offset>` lines) no longer 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -56,6 +57,7 @@ _KRAFT_PART_RE = re.compile(r"^(\d{20})-(\d{10})-.+\.checkpoint\.part$")
 # Uuid.toString: 16 bytes in URL-safe base64 without padding
 _REMOTE_INDEX_RE = re.compile(r"^(\d{1,19})_([A-Za-z0-9_-]{22})(\.index|\.timeindex|\.txnindex)"
                               r"(\.deleted|\.tmp)?$")
+_PARTITION_NUMBER_RE = re.compile(r"[+-]?\d+")
 _DIR_SUFFIX_RE = {s: re.compile(r"^(\S+)-(\S+)\.(\S+)" + s + "$")
                   for s in ("-delete", "-future", "-stray")}
 
@@ -83,6 +85,7 @@ class FileName:
     epoch: int | None = None  # KRaft snapshot epoch
 
 
+@functools.lru_cache(maxsize=4096)  # every partition dir holds the same few names
 def parse_file_name(name: str) -> FileName:
     m = _SEGMENT_RE.match(name)
     if m:
@@ -163,7 +166,7 @@ def parse_partition_dir(name: str) -> PartitionName | None:
         return None
     try:
         # Java's Integer.parseInt accepts a leading '+' and nothing else
-        if not re.fullmatch(r"[+-]?\d+", part):
+        if not _PARTITION_NUMBER_RE.fullmatch(part):
             return None
         partition = int(part)
     except ValueError:

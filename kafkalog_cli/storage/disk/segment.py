@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -93,9 +93,17 @@ class Segment:
     has_timeindex: bool = False
     has_txnindex: bool = False
     temp: str = ""  # read the files with this suffix (e.g. ".swap" while planning a recovery)
+    # paths made (a Path costs microseconds to build; a check asks for each several times)
+    _paths: dict[tuple[str, str], Path] = field(default_factory=dict, init=False, repr=False,
+                                                compare=False)
 
     def path(self, suffix: str) -> Path:
-        return self.directory / naming.segment_file_name(self.base_offset, suffix, self.temp)
+        key = (suffix, self.temp)
+        p = self._paths.get(key)
+        if p is None:
+            p = self._paths[key] = self.directory / naming.segment_file_name(
+                self.base_offset, suffix, self.temp)
+        return p
 
     @property
     def log_path(self) -> Path:

@@ -112,13 +112,16 @@ def formats() -> tuple[LogFormat, ...]:
 def open_target(path: str | Path) -> Any:
     """What PATH names, with its `format`. A URL (storage/disk/fs.py) holds current-format
     data only: Kafka 0.7 archives are read from local disk."""
+    from kafkalog_cli.storage.disk.logdir import listings_shared
+
     p = fs.as_path(path)
-    for fmt in formats():
-        if fs.is_remote(p) and fmt.name != "current":
-            continue
-        t = fmt.find(p)
-        if t is not None:
-            return t
+    with listings_shared():  # each format's probe lists the same dirs
+        for fmt in formats():
+            if fs.is_remote(p) and fmt.name != "current":
+                continue
+            t = fmt.find(p)
+            if t is not None:
+                return t
     raise AssertionError("the current format claims every path")  # pragma: no cover
 
 

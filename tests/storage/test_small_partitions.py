@@ -1,0 +1,66 @@
+"""What makes many small partitions fast keeps the answers the same: shared listings, cached
+paths and names, small files read without a buffered file object."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalog_cli.storage.disk import logdir, naming
+from kafkalog_cli.storage.disk.files import read_small
+from kafkalog_cli.storage.disk.segment import Segment
+
+
+def _error(fn, path: Path) -> tuple[type, str]:  # type: ignore[no-untyped-def]
+    with pytest.raises(OSError) as e:
+        fn(path)
+    return type(e.value), str(e.value)
+
+
+def test_read_small_is_read_bytes(tmp_path: Path) -> None:
+    p = tmp_path / "leader-epoch-checkpoint"
+    p.write_bytes(b"0\n1\n0 0\n" * 20000)  # more than one read
+    assert read_small(p) == p.read_bytes()
+    for missing in (tmp_path / "absent", tmp_path):  # not there; a directory
+        assert _error(read_small, missing) == _error(Path.read_bytes, missing)
+
+
+def test_a_listing_is_shared_only_within_listings_shared(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(b"")
+    with logdir.listings_shared():
+        first = logdir.listdir(tmp_path)
+        (tmp_path / "b").write_bytes(b"")
+        assert logdir.listdir(tmp_path) is first  # one look at the path: one listing
+        with logdir.listings_shared():  # nested: still the same look
+            assert logdir.listdir(tmp_path) is first
+    assert [e.name for e in first] == ["a"]
+    assert [e.name for e in logdir.listdir(tmp_path)] == ["a", "b"]  # afterwards, read again
+
+
+def test_segment_paths_follow_temp(tmp_path: Path) -> None:
+    seg = Segment(tmp_path, 42, has_log=True)
+    assert seg.log_path == tmp_path / "00000000000000000042.log"
+    assert seg.log_path is seg.log_path  # made once
+    seg.temp = naming.SWAP
+    assert seg.log_path == tmp_path / "00000000000000000042.log.swap"
+    assert seg.path(naming.INDEX) == tmp_path / "00000000000000000042.index.swap"
+    assert seg == Segment(tmp_path, 42, has_log=True, temp=naming.SWAP)  # paths not compared
+
+
+def test_file_names_parse_the_same_when_cached() -> None:
+    for name in ("00000000000000000000.log", "00000000000000000100.snapshot",
+                 "00000000000000000007.index.swap", "leader-epoch-checkpoint", "x.tmp", "junk"):
+        naming.parse_file_name.cache_clear()
+        fresh = naming.parse_file_name(name)
+        assert naming.parse_file_name(name) == fresh
+        assert naming.parse_file_name.__wrapped__(name) == fresh
+
+
+def test_scan_takes_the_parsed_partition_name(tmp_path: Path) -> None:
+    d = tmp_path / "orders-3"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(b"")
+    name = naming.parse_partition_dir("orders-3")
+    assert logdir.scan_partition(d, None, name).key == logdir.scan_partition(d).key == \
+        ("orders", 3)
