@@ -77,7 +77,7 @@ def _fast_module() -> Any:
         _fast = None
         if not _PURE:
             try:
-                import kafkalog_cli._speedups.fastinflate as fast  # type: ignore[import-not-found]
+                import kafkalog_cli._speedups.fastinflate as fast
                 _fast = fast
             except ImportError:  # not built, or cramjam missing
                 pass
