@@ -17,7 +17,7 @@ from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_partiti
 from kafkalog_cli.storage.checks.findings import ERROR, Findings
 from kafkalog_cli.storage.disk.logdir import PartitionDir, scan_partition
 from kafkalog_cli.storage.maintenance.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
-from kafkalog_cli.storage.maintenance.recovery import recover_command
+from kafkalog_cli.storage.maintenance.floor import recover_command
 from kafkalog_cli.storage.maintenance.reindex import reindex_partition
 
 

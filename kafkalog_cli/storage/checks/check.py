@@ -30,7 +30,7 @@ from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir, RemoteIndexCache
 from kafkalog_cli.storage.disk.segment import Segment, iter_batches
-from kafkalog_cli.storage.maintenance.recovery import recover_command, validation_floor
+from kafkalog_cli.storage.maintenance.floor import recover_command, validation_floor
 
 try:  # compiled clean-segment fast path (kafkalog_cli/_speedups/fastscan.pyx), shallow and deep
     import os as _os

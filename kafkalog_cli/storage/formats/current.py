@@ -23,6 +23,7 @@ from kafkalog_cli.storage.checks.findings import ERROR, Findings
 from kafkalog_cli.storage.disk import logdir, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
+from kafkalog_cli.storage.maintenance.floor import validation_floor
 from kafkalog_cli.storage.queries import timelookup
 from kafkalog_cli.storage.queries.overview import lock_state, partition_info
 
@@ -246,7 +247,6 @@ def _check_file(path: Path, f: Findings, opts: CheckOptions, stats: Stats) -> No
     fn = naming.parse_file_name(path.name)
     if fn.kind is naming.FileKind.SEGMENT and fn.suffix != naming.SNAPSHOT and not fn.temp:
         part = logdir.open_target(path.parent).partition or scan_partition(path.parent)
-        from kafkalog_cli.storage.maintenance.recovery import validation_floor
         floor = validation_floor([s.base_offset for s in part.segments], recovery_point(part))
         part.segments = [s for s in part.segments if s.base_offset == fn.offset]
         if not part.segments:

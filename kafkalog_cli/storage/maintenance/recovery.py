@@ -49,6 +49,7 @@ from kafkalog_cli.storage.disk.scan import CURRENT
 from kafkalog_cli.storage.disk.segment import Segment, log_end_offset, scan_after
 from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
+from kafkalog_cli.storage.maintenance.floor import recover_command, validation_floor
 from kafkalog_cli.storage.maintenance.rebuild import (
     DEFAULT_INDEX_INTERVAL,
     IndexCapacity,
@@ -133,22 +134,6 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not self.loader and not self.actions
-
-
-def validation_floor(bases: list[int], recovery_point: int) -> int:
-    """Base offset of the segment holding the recovery point: plain `recover` validates it,
-    every later segment and any segment whose `.index` is missing (LogLoader.recoverLog)."""
-    floor = bases[0] if bases else 0
-    for b in bases:
-        if b <= recovery_point:
-            floor = b
-    return floor
-
-
-def recover_command(pdir: Path, *, full: bool = False, force: bool = False) -> str:
-    """The command line verify and recover print as the fix for a partition."""
-    return (f"kafkalog recover {shlex.quote(str(pdir))}" + (" --full" if full else "")
-            + (" --force" if force else ""))
 
 
 def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None, bool]:

@@ -33,7 +33,7 @@ from kafkalog_cli.storage.formats.kafka07.layout import (
     parse_partition_dir,
 )
 from kafkalog_cli.storage.formats.kafka07.scan import iter_entries
-from kafkalog_cli.storage.maintenance.recovery import recover_command
+from kafkalog_cli.storage.maintenance.floor import recover_command
 
 DAMAGE_CODES = {"torn-tail": "V07_TORN_TAIL", "size-past-end": "V07_SIZE_PAST_END",
                 "bad-size": "V07_BAD_SIZE", "zero-tail": "V07_ZERO_TAIL",
