@@ -33,6 +33,7 @@ from __future__ import annotations
 import errno
 import functools
 import io
+import mmap
 import multiprocessing
 import os
 import pickle
@@ -50,7 +51,7 @@ from kafkalog_cli.output.render import JsonlRenderer, Renderer, TextRenderer
 T = TypeVar("T")
 R = TypeVar("R")
 
-SPILL = 4 << 20  # recorded bytes a worker holds in memory before it writes them to a file
+SPILL = 1 << 20  # bytes an item holds in memory before it writes them to a file (big: sendfile)
 _BATCH = 1 << 20  # events pickled to the spill file at a time
 WINDOW = 4  # items in flight per worker: a short item need not wait for a long one
 
@@ -148,7 +149,7 @@ class _Turn:
         self.held: _Held | None = _Held(spill_dir)
 
     def _mine(self) -> bool:
-        if self.held is not None and _turn is not None and _turn.value == self._i:
+        if self.held is not None and _turn is not None and _turn_now() == self._i:
             held, self.held = self.held, None
             held.write_out()
         return self.held is None
@@ -252,7 +253,14 @@ class _RowRecorder(Renderer):
 _job: tuple[Sequence[Any], Callable[[Any], Any], Renderer | None, str] | None = None
 _TTY = [False, False]  # whether the parent's stdout, stderr are terminals
 _FDS: tuple[int, int] | None = None  # stdout's and stderr's fds in direct mode, else None
-_turn: Any = None  # direct mode: the shared counter, the item whose output may be written
+# direct mode: the item whose output may be written, an int64 in memory shared with the
+# workers (anonymous mmap, inherited by fork); only the parent writes it, and it only grows
+_turn: mmap.mmap | None = None
+
+
+def _turn_now() -> int:
+    assert _turn is not None
+    return int.from_bytes(_turn[:8], "little", signed=True)
 
 
 def _start_worker() -> None:
@@ -411,7 +419,9 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     _job = (items, work, renderer, spill_dir)
     _TTY[:] = [_isatty(sys.stdout), _isatty(sys.stderr)]
     _FDS = _direct_fds(renderer)
-    _turn = ctx.RawValue("q", -1) if _FDS is not None else None
+    if _FDS is not None:
+        _turn = mmap.mmap(-1, 8)
+        _turn[:8] = (-1).to_bytes(8, "little", signed=True)
     # Ctrl-C held while the pool starts: raised before `try`, it would skip _kill, and the
     # pool's exit-time teardown waits forever for the task queue's lock an idle worker holds
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -431,7 +441,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
                 nxt += 1
             if _turn is not None:  # what the caller printed since goes first
                 _flush(renderer)
-                _turn.value = i
+                _turn[:8] = i.to_bytes(8, "little", signed=True)
             held, value, error = pending.popleft().get()
             if isinstance(held, _Held):
                 held.write_out()
@@ -453,6 +463,8 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             pool.join()
         else:  # Ctrl-C, an error, a closed stdout: no worker outlives the run
             _kill(pool)
+        if _turn is not None:
+            _turn.close()
         _job = _FDS = _turn = None
         shutil.rmtree(spill_dir, ignore_errors=True)
 
