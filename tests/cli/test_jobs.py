@@ -260,7 +260,7 @@ from kafkalog_cli.commands import parallel
 from tests.cli.test_jobs import _interleaved
 parallel.SPILL = 4096
 for v in parallel.ordered(list(range(int(sys.argv[1]))), _interleaved, 2):
-    sys.stdout.write(f"value {v}\n")
+    sys.stdout.write(f"value {v}\\n")
 """
 
 
