@@ -41,12 +41,12 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
 from kafkalog_cli.output.live import screen
 from kafkalog_cli.output.render import JsonlRenderer, Renderer, TextRenderer
+from kafkalog_cli.storage.disk.logdir import PartitionDir
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -433,16 +433,17 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     finished = False
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held Ctrl-C is raised here
-        pending: deque[Any] = deque()
+        order = _dispatch_order(items, WINDOW * jobs)
+        pending: dict[int, Any] = {}
         nxt = 0
         for i in range(len(items)):
-            while nxt < len(items) and len(pending) < WINDOW * jobs:
-                pending.append(pool.apply_async(_run, (nxt,)))
+            while nxt < len(items) and nxt - i < WINDOW * jobs:
+                pending[order[nxt]] = pool.apply_async(_run, (order[nxt],))
                 nxt += 1
             if _turn is not None:  # what the caller printed since goes first
                 _flush(renderer)
                 _turn[:8] = i.to_bytes(8, "little", signed=True)
-            held, value, error = pending.popleft().get()
+            held, value, error = pending.pop(i).get()
             if isinstance(held, _Held):
                 held.write_out()
             elif isinstance(held, str):
@@ -467,6 +468,18 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             _turn.close()
         _job = _FDS = _turn = None
         shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _dispatch_order(items: Sequence[Any], window: int) -> list[int]:
+    """The order items go to workers: theirs, but the last `window` (all in flight at
+    once near the end) biggest first, so that no worker is left alone with a big partition
+    while the others idle (their output is held until its turn: in order all the same)."""
+    order = list(range(len(items)))
+    tail = order[-window:]
+    if all(isinstance(items[i], PartitionDir) for i in tail):
+        tail.sort(key=lambda i: -sum(seg.size for seg in items[i].segments))
+        order[-window:] = tail
+    return order
 
 
 def _direct_fds(renderer: Renderer | None) -> tuple[int, int] | None:

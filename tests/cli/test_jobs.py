@@ -294,3 +294,21 @@ def test_one_job_runs_in_this_process() -> None:
         [(n, os.getpid()) for n in (1, 2, 3)]
     pids = {pid for _, pid in parallel.ordered(list(range(6)), lambda n: (n, os.getpid()), 2)}
     assert os.getpid() not in pids
+
+
+def test_the_last_window_goes_to_workers_biggest_first(tmp_path: Path) -> None:
+    from kafkalog_cli.storage.disk.logdir import PartitionDir
+    from kafkalog_cli.storage.disk.segment import Segment
+
+    parts = []
+    for p, size in enumerate([5, 1, 9, 2, 7, 3]):
+        d = tmp_path / f"t-{p}"
+        d.mkdir()
+        (d / "00000000000000000000.log").write_bytes(b"x" * size)
+        parts.append(PartitionDir(d, None, [Segment(d, 0, has_log=True)]))
+    assert parallel._dispatch_order(parts, 4) == [0, 1, 2, 4, 5, 3]
+    assert parallel._dispatch_order(parts, 8) == [2, 4, 0, 5, 3, 1]
+    assert parallel._dispatch_order(list(range(6)), 4) == list(range(6))  # no sizes: as given
+    # the consumer still gets them in order, from workers
+    got = list(parallel.ordered(parts, lambda part: part.path.name, 2))
+    assert got == [f"t-{p}" for p in range(6)]
