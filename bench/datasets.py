@@ -52,8 +52,8 @@ def codec_dirs(work: Path, quick: bool) -> dict[str, Path]:
 
 # -j scaling data: (codec, MiB) per partition, unequal sizes in no order, so that workers
 # meet short and long items as on a real broker's dir. Uncompressed partitions weigh on
-# index-rebuild (bytes to walk), compressed ones on verify (batches to inflate); about 3 s
-# of verify and 15 s of dump at -j 1 on the quiet 2-core machine.
+# index-rebuild (bytes to walk), compressed ones on verify (batches to inflate); at -j 1
+# about 2 s of verify, 1 s of index-rebuild and 10 s of dump --print-data (CPU seconds).
 JOBS_PARTS = [("gzip", 10), ("none", 96), ("zstd", 14), ("lz4", 20), ("snappy", 12),
               ("none", 48), ("gzip", 6), ("zstd", 8), ("none", 128), ("lz4", 10),
               ("gzip", 16), ("snappy", 24), ("none", 64), ("zstd", 20), ("gzip", 8),
