@@ -1,12 +1,13 @@
 """-j scaling: wall time of `-j 1` and `-j N` on one log dir, as JSON
 {command: {"j1_s": median, "jN_s": median, "ratio": j1/jN, "jobs": N}}.
 
-    python bench/bench_jobs.py LOGDIR [--jobs N] [--runs 5]
+    python bench/bench_jobs.py LOGDIR [--jobs N] [--runs 5] [--only verify ...]
 
 Runs alternate (j1, jN, j1, ...) so load from elsewhere hits both alike; medians. Output
 goes to /dev/null (its writing is not what is measured). index-rebuild runs --dry-run: the
-same reading and rebuilding, and the dir stays as it was. `bench_jobs(dir)` is the same
-for bench/run.py.
+same reading and rebuilding, and the dir stays as it was. The JSON also gives the load
+average before and after (other work on the machine takes cores -j N counts on).
+bench/results.py times COMMANDS itself, on bench/datasets.py's jobs_dir.
 """
 
 from __future__ import annotations
@@ -56,8 +57,15 @@ def main() -> None:
     ap.add_argument("log_dir", type=Path)
     ap.add_argument("--jobs", type=int, default=None, help="N (default: every core)")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--only", action="append", choices=sorted(COMMANDS),
+                    help="time this command only (repeatable)")
     a = ap.parse_args()
-    print(json.dumps(bench_jobs(a.log_dir, a.jobs, a.runs), indent=2))
+    commands = {k: v for k, v in COMMANDS.items() if not a.only or k in a.only}
+    before = os.getloadavg()
+    result: dict[str, object] = dict(bench_jobs(a.log_dir, a.jobs, a.runs, commands))
+    result["loadavg"] = {"before": [round(x, 2) for x in before],
+                         "after": [round(x, 2) for x in os.getloadavg()]}
+    print(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":

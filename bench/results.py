@@ -157,7 +157,8 @@ def jobs(r: Run) -> None:
     sec = "-j scaling"
     d = datasets.jobs_dir(r.work, r.quick)
     warm([d])
-    r.note(sec, f"data: {d.name}, 8 partitions (uncompressed and gzip); -j 2 against -j 1 on "
+    r.note(sec, f"data: {d.name}, {len(datasets.JOBS_PARTS)} partitions, 5 codecs, unequal sizes; "
+                f"-j 2 against -j 1 on "
                 f"{machine()['usable_cores']} usable cores; output to /dev/null")
     for name, args in bench_jobs.COMMANDS.items():
         if name == "dump-jsonl":

@@ -2,22 +2,38 @@
 
 `ordered(items, work, jobs)` yields `work(item)` for each item in the order of `items`,
 as `map` would, and with `jobs` > 1 computes them in forked worker processes (the compiled
-codecs hold the GIL: threads would not scale). What a worker prints is not printed by it:
-its stdout bytes, stderr lines and the rows it hands the command's renderer are recorded,
-and the parent replays them when that item's turn comes, so output is byte for byte, and in
-order, that of `-j 1`. A worker's recording spills to a file in a private temp dir past
-`SPILL` bytes, and at most `2 * jobs` items are in flight: memory stays bounded per worker.
+codecs hold the GIL: threads would not scale). Output is byte for byte, and in order, that
+of `-j 1`, in one of two ways:
+
+- direct (stdout and stderr are files, pipes or a terminal without a bar, and the renderer,
+  if any, keeps no state across rows: text, jsonl): the parent hands out turns, one item at
+  a time, through a counter in shared memory; the worker whose item has the turn writes
+  fd 1 and fd 2 itself. A worker ahead of its turn holds what it writes (in memory up to
+  `SPILL` bytes, then in a file in a private temp dir) and writes it out the moment its
+  turn comes; one that finishes first hands it to the parent, which copies it out
+  (sendfile) when the turn comes. Writing is spread over the workers, not done by one
+  process, and the pipe's reader slows the worker that has the turn, as it would `-j 1`.
+- replay (a progress bar owns the terminal, a renderer keeps state: json's commas, csv's
+  header, table's widths, or stdout is not a file descriptor): a worker records its stdout
+  bytes, stderr lines and rows as events, spilled the same way, and the parent replays
+  them through the bar and the renderer when that item's turn comes.
+
+At most `WINDOW * jobs` items are in flight, and what an item holds in memory is bounded:
+memory stays bounded per worker (a worker far ahead of the turn spills to disk).
 
 The parent keeps what a worker cannot inherit: the log dir's `.lock` (fcntl locks belong to
-one process; the parent holding it keeps a broker out), the terminal (the progress bar is
-advanced as results arrive), and Ctrl-C (workers ignore SIGINT; the parent stops them all).
-An exception in `work` reaches the parent after that item's output, as with `-j 1`.
+one process; the parent holding it keeps a broker out), the progress bar (advanced as
+results arrive), and Ctrl-C (workers ignore SIGINT; the parent stops them all). An
+exception in `work` reaches the parent after that item's output, as with `-j 1`: a closed
+stdout is a BrokenPipeError in the worker that had the turn, raised again in the parent.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
+import mmap
 import multiprocessing
 import os
 import pickle
@@ -25,21 +41,134 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
 from kafkalog_cli.output.live import screen
 from kafkalog_cli.output.render import JsonlRenderer, Renderer, TextRenderer
+from kafkalog_cli.storage.disk.logdir import PartitionDir
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-SPILL = 4 << 20  # recorded bytes a worker holds in memory before it writes them to a file
+SPILL = 1 << 20  # bytes an item holds in memory before it writes them to a file (big: sendfile)
 _BATCH = 1 << 20  # events pickled to the spill file at a time
+WINDOW = 4  # items in flight per worker: a short item need not wait for a long one
 
 
 # -- the worker side ---------------------------------------------------------------------
+class _Held:
+    """Bytes for fd 1 and fd 2 written before their item's turn, in order: kept as runs of
+    (fd, length) over one byte stream, in memory up to SPILL bytes, then in a spill file.
+    Pickles (to the parent) as the runs and the bytes or the file's path."""
+
+    def __init__(self, spill_dir: str) -> None:
+        self.runs: list[list[int]] = []
+        self.mem: bytearray | None = bytearray()
+        self.path: str | None = None
+        self._dir = spill_dir
+        self._file: BinaryIO | None = None
+
+    def add(self, fd: int, data: Any) -> None:
+        n = len(data)
+        if self.runs and self.runs[-1][0] == fd:
+            self.runs[-1][1] += n
+        else:
+            self.runs.append([fd, n])
+        if self.mem is not None and len(self.mem) + n <= SPILL:
+            self.mem += data
+            return
+        if self._file is None:
+            handle, self.path = tempfile.mkstemp(dir=self._dir, suffix=".out")
+            self._file = os.fdopen(handle, "wb")
+            self._file.write(self.mem or b"")
+            self.mem = None
+        self._file.write(data)
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._file is not None:
+            self._file.close()
+        return {"runs": self.runs, "mem": self.mem, "path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _dir="", _file=None)
+
+    def write_out(self) -> None:
+        """Write the runs to their fds, in order (the file is then deleted)."""
+        if self.mem is not None:
+            view, pos = memoryview(self.mem), 0
+            for fd, n in self.runs:
+                _write_all(fd, view[pos:pos + n])
+                pos += n
+            return
+        assert self.path is not None
+        if self._file is not None:
+            self._file.close()
+        with open(self.path, "rb") as f:
+            pos = 0
+            for fd, n in self.runs:
+                _copy(f.fileno(), fd, pos, n)
+                pos += n
+        os.unlink(self.path)
+
+
+def _write_all(fd: int, data: Any) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _copy(src: int, fd: int, pos: int, n: int) -> None:
+    """n bytes of file `src` from `pos` to `fd`: sendfile (no copy through this process),
+    or read and write where the kernel cannot (an O_APPEND file, some old kernels)."""
+    end = pos + n
+    try:
+        while pos < end:
+            sent = os.sendfile(fd, src, pos, min(end - pos, 1 << 30))
+            if not sent:
+                raise OSError(errno.EIO, "spill file shorter than written")
+            pos += sent
+        return
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise
+    while pos < end:
+        chunk = os.pread(src, min(end - pos, 1 << 20), pos)
+        if not chunk:
+            raise OSError(errno.EIO, "spill file shorter than written")
+        _write_all(fd, chunk)
+        pos += len(chunk)
+
+
+class _Turn:
+    """One item's output in direct mode: held until the parent's turn counter reaches the
+    item, written straight to the fds from then on."""
+
+    def __init__(self, i: int, spill_dir: str) -> None:
+        self._i = i
+        self.held: _Held | None = _Held(spill_dir)
+
+    def _mine(self) -> bool:
+        if self.held is not None and _turn is not None and _turn_now() == self._i:
+            held, self.held = self.held, None
+            held.write_out()
+        return self.held is None
+
+    def add(self, fd: int, data: Any) -> None:
+        if self._mine():
+            _write_all(fd, data)
+        else:
+            assert self.held is not None
+            self.held.add(fd, data)
+
+    def finish(self) -> _Held | None:
+        """What the parent must write when the turn comes (None: nothing)."""
+        if self._mine():
+            return None
+        assert self.held is not None
+        return self.held if self.held.runs else None
+
+
 class _Recording:
     """What one item printed, as ("out", bytes) / ("err", str) / ("row", dict) /
     ("text", str) events in order; in memory up to SPILL bytes, then in a spill file."""
@@ -51,11 +180,17 @@ class _Recording:
         self._file: BinaryIO | None = None
         self.path: str | None = None
 
-    def add(self, kind: str, payload: Any, size: int) -> None:
+    def add(self, kind: str, payload: Any, size: int | None = None) -> None:
+        """An event; "out" and "err" take the bytes written (a buffer)."""
+        size = len(payload) if size is None else size
+        if kind == "err":
+            payload = bytes(payload).decode("utf-8", "surrogateescape")
         if kind == "out" and self.events and self.events[-1][0] == kind:
             self.events[-1][1].extend(payload)  # consecutive writes: one event
+        elif kind == "out":
+            self.events.append((kind, bytearray(payload)))
         else:
-            self.events.append((kind, bytearray(payload) if kind == "out" else payload))
+            self.events.append((kind, payload))
         self._size += size
         if self._size >= (_BATCH if self._file else SPILL):
             if self._file is None:
@@ -64,21 +199,22 @@ class _Recording:
             pickle.dump(self.events, self._file, pickle.HIGHEST_PROTOCOL)
             self.events, self._size = [], 0
 
-    def finish(self) -> tuple[str | None, list[tuple[str, Any]]]:
+    def finish(self) -> str | list[tuple[str, Any]]:
+        """The spill file's path, or the events."""
         if self._file is not None:
             pickle.dump(self.events, self._file, pickle.HIGHEST_PROTOCOL)
             self._file.close()
-            return self.path, []
-        return None, self.events
+            assert self.path is not None
+            return self.path
+        return self.events
 
 
 class _Sink(io.RawIOBase):
-    """A writable stream whose bytes become events of one kind."""
+    """A writable stream whose bytes go to `emit`."""
 
-    def __init__(self, rec: _Recording, kind: str, tty: bool,
-                 first: Any = None) -> None:
+    def __init__(self, emit: Callable[[Any], None], tty: bool, first: Any = None) -> None:
         super().__init__()
-        self._rec, self._kind, self._tty, self._first = rec, kind, tty, first
+        self._emit, self._tty, self._first = emit, tty, first
 
     def writable(self) -> bool:
         return True
@@ -89,11 +225,10 @@ class _Sink(io.RawIOBase):
     def write(self, b: Any, /) -> int:
         if self._first is not None:  # stdout written before this stays before it
             self._first.flush()
-        data = bytes(b)
-        if data:
-            self._rec.add(self._kind, data if self._kind == "out" else data.decode(
-                "utf-8", "surrogateescape"), len(data))
-        return len(data)
+        n = len(memoryview(b).cast("B"))
+        if n:
+            self._emit(b)
+        return n
 
 
 class _RowRecorder(Renderer):
@@ -117,6 +252,15 @@ class _RowRecorder(Renderer):
 # set in the parent before the pool forks: the workers inherit them (nothing is pickled)
 _job: tuple[Sequence[Any], Callable[[Any], Any], Renderer | None, str] | None = None
 _TTY = [False, False]  # whether the parent's stdout, stderr are terminals
+_FDS: tuple[int, int] | None = None  # stdout's and stderr's fds in direct mode, else None
+# direct mode: the item whose output may be written, an int64 in memory shared with the
+# workers (anonymous mmap, inherited by fork); only the parent writes it, and it only grows
+_turn: mmap.mmap | None = None
+
+
+def _turn_now() -> int:
+    assert _turn is not None
+    return int.from_bytes(_turn[:8], "little", signed=True)
 
 
 def _start_worker() -> None:
@@ -124,41 +268,60 @@ def _start_worker() -> None:
     screen.forget()  # the terminal and its bar are the parent's
 
 
-def _run(i: int) -> tuple[str | None, list[tuple[str, Any]], Any, Any]:
+def _run(i: int) -> tuple[Any, Any, Any]:
+    """Item i in a worker: (its held output: a _Held, the path of a spilled _Recording
+    or the events of one, or None), the value, the error."""
     assert _job is not None
     items, work, renderer, spill_dir = _job
-    rec = _Recording(spill_dir)
-    # stderr flushes stdout first: the events keep the order they were written in
-    out = io.BufferedWriter(_Sink(rec, "out", _TTY[0]), 1 << 16)
+    emit_out: Callable[[Any], None]
+    emit_err: Callable[[Any], None]
+    if _FDS is not None:
+        turn = _Turn(i, spill_dir)
+        emit_out = functools.partial(turn.add, _FDS[0])
+        emit_err = functools.partial(turn.add, _FDS[1])
+    else:
+        rec = _Recording(spill_dir)
+        emit_out = functools.partial(rec.add, "out")
+        emit_err = functools.partial(rec.add, "err")
+    # stderr flushes stdout first: the output keeps the order it was written in
+    out = io.BufferedWriter(_Sink(emit_out, _TTY[0]), 1 << 16)
     errors = (getattr(sys.stdout, "errors", None) or "strict",
               getattr(sys.stderr, "errors", None) or "strict")  # the parent's (\\xNN)
     sys.stdout = io.TextIOWrapper(out, encoding="utf-8",
                                   errors=errors[0], write_through=True)
-    sys.stderr = io.TextIOWrapper(_Sink(rec, "err", _TTY[1], out),
+    sys.stderr = io.TextIOWrapper(_Sink(emit_err, _TTY[1], out),
                                   encoding="utf-8", errors=errors[1], write_through=True)
     restore: dict[str, Any] = {}
     if renderer is not None:
         restore = dict(vars(renderer))
-        if type(renderer) in (TextRenderer, JsonlRenderer):  # no state: render here
+        if _stateless(renderer):  # render here
             renderer.out = out
         else:
+            assert _FDS is None
             stand_in = _RowRecorder(rec, out)
             renderer.row, renderer.text = stand_in.row, stand_in.text  # type: ignore
             renderer.out = stand_in.out
     value, error = None, None
     try:
-        value = work(items[i])
+        try:
+            value = work(items[i])
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            out.flush()
     except BaseException as e:  # noqa: BLE001 - raised again in the parent, after the output
         error = _portable(e)
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        out.flush()
         if renderer is not None:
             vars(renderer).clear()
             vars(renderer).update(restore)
-    path, events = rec.finish()
-    return path, events, value, error
+    held = turn.finish() if _FDS is not None else rec.finish()
+    return held, value, error
+
+
+def _stateless(renderer: Renderer) -> bool:
+    """A renderer whose rows render alone (in a worker, not through the parent)."""
+    return type(renderer) in (TextRenderer, JsonlRenderer)
 
 
 def _portable(e: BaseException) -> Any:
@@ -246,36 +409,47 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
                 done(item)
             yield value
         return
-    global _job
+    global _job, _FDS, _turn
     sys.stdout.flush()
     sys.stderr.flush()
     if renderer is not None:
         renderer.out.flush()
     spill_dir = tempfile.mkdtemp(prefix="kafkalog-jobs-")
+    ctx = multiprocessing.get_context("fork")
     _job = (items, work, renderer, spill_dir)
     _TTY[:] = [_isatty(sys.stdout), _isatty(sys.stderr)]
+    _FDS = _direct_fds(renderer)
+    if _FDS is not None:
+        _turn = mmap.mmap(-1, 8)
+        _turn[:8] = (-1).to_bytes(8, "little", signed=True)
     # Ctrl-C held while the pool starts: raised before `try`, it would skip _kill, and the
     # pool's exit-time teardown waits forever for the task queue's lock an idle worker holds
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_start_worker)
+        pool = ctx.Pool(jobs, initializer=_start_worker)
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         raise
     finished = False
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held Ctrl-C is raised here
-        pending: deque[Any] = deque()
+        order = _dispatch_order(items, WINDOW * jobs)
+        pending: dict[int, Any] = {}
         nxt = 0
         for i in range(len(items)):
-            while nxt < len(items) and len(pending) < 2 * jobs:
-                pending.append(pool.apply_async(_run, (nxt,)))
+            while nxt < len(items) and nxt - i < WINDOW * jobs:
+                pending[order[nxt]] = pool.apply_async(_run, (order[nxt],))
                 nxt += 1
-            path, events, value, error = pending.popleft().get()
-            if path is not None:
-                _replay_file(path, renderer)
-            else:
-                _replay(events, renderer)
+            if _turn is not None:  # what the caller printed since goes first
+                _flush(renderer)
+                _turn[:8] = i.to_bytes(8, "little", signed=True)
+            held, value, error = pending.pop(i).get()
+            if isinstance(held, _Held):
+                held.write_out()
+            elif isinstance(held, str):
+                _replay_file(held, renderer)
+            elif held is not None:
+                _replay(held, renderer)
             if error is not None:
                 raise _rebuilt(error)
             if done is not None:
@@ -290,8 +464,42 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             pool.join()
         else:  # Ctrl-C, an error, a closed stdout: no worker outlives the run
             _kill(pool)
-        _job = None
+        if _turn is not None:
+            _turn.close()
+        _job = _FDS = _turn = None
         shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _dispatch_order(items: Sequence[Any], window: int) -> list[int]:
+    """The order items go to workers: theirs, but the last `window` (all in flight at
+    once near the end) biggest first, so that no worker is left alone with a big partition
+    while the others idle (their output is held until its turn: in order all the same)."""
+    order = list(range(len(items)))
+    tail = order[-window:]
+    if all(isinstance(items[i], PartitionDir) for i in tail):
+        tail.sort(key=lambda i: -sum(seg.size for seg in items[i].segments))
+        order[-window:] = tail
+    return order
+
+
+def _direct_fds(renderer: Renderer | None) -> tuple[int, int] | None:
+    """Stdout's and stderr's fds when workers may write them themselves (module doc)."""
+    if screen.live:
+        return None
+    if renderer is not None and not (
+            _stateless(renderer) and renderer.out is getattr(sys.stdout, "buffer", None)):
+        return None
+    try:
+        return sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a StringIO (tests), a closed stream
+        return None
+
+
+def _flush(renderer: Renderer | None) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if renderer is not None:
+        renderer.out.flush()
 
 
 def _kill(pool: Any) -> None:

@@ -220,11 +220,16 @@ def _noisy(n: int) -> int:
     return n * n
 
 
+@pytest.mark.parametrize("mode", ["direct", "replay"])
 def test_ordered_keeps_order_spills_and_raises_after_the_output(
-        capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        mode: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         tmp_path: Path) -> None:
+    # direct: capfd's files are fds, which workers write at their turn; replay: the parent
+    # writes what workers recorded (as under a progress bar or for a json renderer)
     monkeypatch.setattr(parallel, "SPILL", 1000)  # the forked workers inherit it
     monkeypatch.setattr(parallel, "_BATCH", 500)
+    if mode == "replay":
+        monkeypatch.setattr(parallel, "_direct_fds", lambda renderer: None)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     items = [3000, 5, 0, 2500, 1, 7, 9]
     want_out = "".join(f"{n}:{i}\n" for n in items[:6] for i in range(n))
@@ -240,8 +245,70 @@ def test_ordered_keeps_order_spills_and_raises_after_the_output(
     assert os.listdir(tmp_path) == []  # the spill dir is gone
 
 
+def _interleaved(n: int) -> int:
+    """Stdout and stderr lines in turn, then a long stdout run (past the in-memory hold)."""
+    for i in range(3):
+        sys.stdout.write(f"out {n}.{i}\n")
+        sys.stderr.write(f"err {n}.{i}\n")
+    sys.stdout.write(f"{n}" * 5000 + "\n")
+    return n
+
+
+_ORDER_SCRIPT = """
+import sys
+from kafkalog_cli.commands import parallel
+from tests.cli.test_jobs import _interleaved
+parallel.SPILL = 4096
+for v in parallel.ordered(list(range(int(sys.argv[1]))), _interleaved, 2):
+    sys.stdout.write(f"value {v}\\n")
+"""
+
+
+def test_stderr_keeps_its_place_in_one_stream() -> None:
+    # 2>&1: each item's stderr lines come after the stdout written before them, and the
+    # caller's own output for an item (the "value" line) before the next item's
+    p = subprocess.run([sys.executable, "-c", _ORDER_SCRIPT, "9"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60, check=True,
+                       cwd=Path(__file__).parents[2])
+    want = "".join("".join(f"out {n}.{i}\nerr {n}.{i}\n" for i in range(3))
+                   + f"{n}" * 5000 + f"\nvalue {n}\n" for n in range(9))
+    assert p.stdout.decode() == want
+
+
+def test_appending_to_a_file_gives_what_one_job_gives(big: Path, tmp_path: Path) -> None:
+    # `>> file`: sendfile refuses an O_APPEND fd, so held output is copied by read/write
+    outs = []
+    for jobs in ("1", "2"):
+        dest = tmp_path / f"out-{jobs}"
+        dest.write_bytes(b"before\n")
+        with open(dest, "ab") as f:
+            subprocess.run([sys.executable, "-m", "kafkalog_cli", "dump", str(big),
+                            "--records", "-j", jobs], stdout=f, check=True, timeout=300)
+        outs.append(dest.read_bytes())
+    assert outs[0] == outs[1]
+    assert outs[0].startswith(b"before\nDumping ") and len(outs[0]) > 4 * parallel.SPILL
+
+
 def test_one_job_runs_in_this_process() -> None:
     assert list(parallel.ordered([1, 2, 3], lambda n: (n, os.getpid()), 1)) == \
         [(n, os.getpid()) for n in (1, 2, 3)]
     pids = {pid for _, pid in parallel.ordered(list(range(6)), lambda n: (n, os.getpid()), 2)}
     assert os.getpid() not in pids
+
+
+def test_the_last_window_goes_to_workers_biggest_first(tmp_path: Path) -> None:
+    from kafkalog_cli.storage.disk.logdir import PartitionDir
+    from kafkalog_cli.storage.disk.segment import Segment
+
+    parts = []
+    for p, size in enumerate([5, 1, 9, 2, 7, 3]):
+        d = tmp_path / f"t-{p}"
+        d.mkdir()
+        (d / "00000000000000000000.log").write_bytes(b"x" * size)
+        parts.append(PartitionDir(d, None, [Segment(d, 0, has_log=True)]))
+    assert parallel._dispatch_order(parts, 4) == [0, 1, 2, 4, 5, 3]
+    assert parallel._dispatch_order(parts, 8) == [2, 4, 0, 5, 3, 1]
+    assert parallel._dispatch_order(list(range(6)), 4) == list(range(6))  # no sizes: as given
+    # the consumer still gets them in order, from workers
+    got = list(parallel.ordered(parts, lambda part: part.path.name, 2))
+    assert got == [f"t-{p}" for p in range(6)]
