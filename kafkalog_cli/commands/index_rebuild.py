@@ -16,8 +16,8 @@ from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_partition
 from kafkalog_cli.storage.checks.findings import ERROR, Findings
 from kafkalog_cli.storage.disk.logdir import PartitionDir, scan_partition
-from kafkalog_cli.storage.maintenance.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.maintenance.floor import recover_command
+from kafkalog_cli.storage.maintenance.rebuild import DEFAULT_INDEX_BYTES, DEFAULT_INDEX_INTERVAL
 from kafkalog_cli.storage.maintenance.reindex import reindex_partition
 
 

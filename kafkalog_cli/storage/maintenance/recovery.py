@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,8 +47,8 @@ from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.scan import CURRENT
 from kafkalog_cli.storage.disk.segment import Segment, log_end_offset, scan_after
 from kafkalog_cli.storage.drills.faults import crash_point
+from kafkalog_cli.storage.maintenance.floor import validation_floor
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
-from kafkalog_cli.storage.maintenance.floor import recover_command, validation_floor
 from kafkalog_cli.storage.maintenance.rebuild import (
     DEFAULT_INDEX_INTERVAL,
     IndexCapacity,
