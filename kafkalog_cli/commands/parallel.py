@@ -34,13 +34,10 @@ import errno
 import functools
 import io
 import mmap
-import multiprocessing
 import os
 import pickle
-import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
@@ -79,6 +76,8 @@ class _Held:
             self.mem += data
             return
         if self._file is None:
+            import tempfile  # in the parent already (ordered): a lookup
+
             handle, self.path = tempfile.mkstemp(dir=self._dir, suffix=".out")
             self._file = os.fdopen(handle, "wb")
             self._file.write(self.mem or b"")
@@ -194,6 +193,8 @@ class _Recording:
         self._size += size
         if self._size >= (_BATCH if self._file else SPILL):
             if self._file is None:
+                import tempfile  # in the parent already (ordered): a lookup
+
                 fd, self.path = tempfile.mkstemp(dir=self._dir, suffix=".events")
                 self._file = os.fdopen(fd, "wb")
             pickle.dump(self.events, self._file, pickle.HIGHEST_PROTOCOL)
@@ -409,6 +410,11 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
                 done(item)
             yield value
         return
+    # imported here: one job (most runs of a small dir) does not pay ~15 ms of start-up
+    import multiprocessing
+    import shutil
+    import tempfile
+
     global _job, _FDS, _turn
     sys.stdout.flush()
     sys.stderr.flush()

@@ -19,6 +19,8 @@ NOT_FOR_READING = (
     "kafkalog_cli.storage.maintenance.recover_run",
     "kafkalog_cli.storage.formats.kafka07.migrate",
     "kafkalog_cli.storage.formats.kafka07.recovery",
+    "kafkalog_cli.storage.maintenance.recovery",
+    "multiprocessing",  # -j 1
 )
 
 PROBE = """
