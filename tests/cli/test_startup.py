@@ -43,7 +43,7 @@ def modules_after(*args: str) -> tuple[int, set[str]]:
     return report["code"], set(report["modules"])
 
 
-@pytest.mark.parametrize("args", [("verify", "-j", "1"), ("info",),
+@pytest.mark.parametrize("args", [("verify", "-j", "1"), ("info", "-j", "1"),
                                   ("dump", "--records", "-j", "1")])
 def test_reading_commands_import_only_what_they_use(args):
     code, mods = modules_after(*args[:1], str(SAMPLE), *args[1:])
