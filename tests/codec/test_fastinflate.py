@@ -300,7 +300,9 @@ def test_gzip_error_paths_one_by_one():
 
 _SEGMENT = re.compile(r"\d{20}\.log$")
 _CORPORA = (Path(__file__).resolve().parents[2].parent / "shared" / "corpus",
-            Path(os.environ.get("KAFKALOG_KAFKA_REF", "/nonexistent")))
+            # the reference brokers' corpora, as bench/datasets.py finds them (`make kafka-ref`)
+            Path(os.environ.get("KAFKALOG_KAFKA_REF")
+                 or Path(__file__).resolve().parents[2] / ".kafka-ref"))
 
 
 def _compressed_payloads(buf):

@@ -25,7 +25,7 @@ import orjson
 import pytest
 
 from tests.cli.run import Result
-from tests.conftest import FIXTURE
+from tests.conftest import FIXTURE, ROOT
 from tests.s3.server import S3Server
 from tests.spark.jvms import damaged_copy, start_listening, stop_group, tail, wait_until
 from tests.spark.test_spark import arrow_records, dump_records
@@ -38,12 +38,15 @@ REGISTERED = "Successfully registered with master"  # in the worker's log (INFO)
 
 def _hide_installed_package(site: Path) -> Path:
     """A dir that, on PYTHONPATH, makes this interpreter unable to import kafkalog_cli
-    outside the repo: the editable install's .pth imports its finder module by name, and
-    finds this no-op one first."""
+    outside the repo. An editable install is either an import hook, whose .pth imports its
+    finder module by name and finds this no-op one first, or (`make`'s, editable_mode=compat)
+    a .pth path entry for the repo, which this dir's sitecustomize takes off sys.path."""
     site.mkdir()
     for d in map(Path, sys.path):
         for f in d.glob("__editable___kafkalog_*_finder.py") if d.is_dir() else ():
             (site / f.name).write_text("def install():\n    pass\n")
+    (site / "sitecustomize.py").write_text(
+        f"import sys\nsys.path[:] = [p for p in sys.path if p.rstrip('/') != {str(ROOT)!r}]\n")
     return site
 
 
