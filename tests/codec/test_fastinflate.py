@@ -345,8 +345,10 @@ def test_corpus_payloads_decode_equal_on_both_paths():
                 if codec == c.SNAPPY and fi is not None:
                     assert fi.unsnappy(payload, c.DEFAULT_MAX_DECOMPRESSED) is not None
                 seen[c.name(codec)] = seen.get(c.name(codec), 0) + 1
-    # the corpora hold all four codecs; a parser slip would find none
-    assert set(seen) >= {"gzip", "snappy", "lz4", "zstd"}, seen
+    # the shared corpus alone holds the three codecs this module's decoders change (the
+    # reference brokers' corpora, zstd too, exist only once the conformance tests made
+    # them); a parser slip would find none
+    assert set(seen) >= {"gzip", "snappy", "lz4"}, seen
 
 
 def test_zlib_alone_still_decodes_when_isal_is_missing():
