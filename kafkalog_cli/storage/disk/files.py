@@ -56,10 +56,7 @@ def read_regular(path: Path) -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise LogDirIOError(f"{path}: not a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return _read_all(fd)
     finally:
         os.close(fd)
 
@@ -72,11 +69,15 @@ def read_small(path: Path) -> bytes:
         return path.read_bytes()
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return _read_all(fd)
     except OSError as e:  # a directory fails here, not at open: name it as open() does
         raise OSError(e.errno, e.strerror, str(path)) from None
     finally:
         os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
