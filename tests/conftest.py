@@ -1,3 +1,4 @@
+import importlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -53,3 +54,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     from tests.spark.scheduling import make_scheduler
 
     return make_scheduler(config, log)
+
+
+def compiled(name: str):
+    """kafkalog_cli._speedups.NAME, or None where the compiled core was not built (each
+    module's test_extension_is_built reports that)."""
+    try:
+        return importlib.import_module(f"kafkalog_cli._speedups.{name}")
+    except ImportError:
+        return None

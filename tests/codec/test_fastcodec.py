@@ -29,6 +29,7 @@ from kafkalog_cli.codec.batch_v2 import (
 )
 from kafkalog_cli.codec.model import Record
 from kafkalog_cli.errors import CorruptBatch
+from tests.conftest import compiled
 
 SLOTS = ("offset", "timestamp", "key", "value", "headers", "sequence", "attributes", "crc")
 INT32 = (-(2**31), 2**31 - 1)
@@ -38,15 +39,7 @@ FAST = settings(max_examples=300, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-def _fastcodec():
-    try:
-        from kafkalog_cli._speedups import fastcodec
-    except ImportError:
-        return None
-    return fastcodec
-
-
-fc = _fastcodec()
+fc = compiled("fastcodec")
 needs_ext = pytest.mark.skipif(fc is None, reason="compiled fastcodec not built "
                                "(test_extension_is_built reports it)")
 

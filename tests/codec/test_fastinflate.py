@@ -29,17 +29,9 @@ from kafka import codec as kp
 
 from kafkalog_cli.codec import compression as c
 from kafkalog_cli.errors import CorruptBatch, DecompressionLimit
+from tests.conftest import compiled
 
-
-def _fast():
-    try:
-        from kafkalog_cli._speedups import fastinflate
-    except ImportError:
-        return None
-    return fastinflate
-
-
-fi = _fast()
+fi = compiled("fastinflate")
 needs_ext = pytest.mark.skipif(fi is None, reason="compiled fastinflate not built "
                                "(test_extension_is_built reports it)")
 FAST = settings(max_examples=300, deadline=None,

@@ -31,18 +31,9 @@ from kafkalog_cli.storage.checks.findings import Findings
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex
 from kafkalog_cli.storage.disk.logdir import open_target
 from kafkalog_cli.storage.drills.generate import GenSpec, generate
-from tests.conftest import CORPUS, FIXTURE
+from tests.conftest import CORPUS, FIXTURE, compiled
 
-
-def _load():
-    try:
-        from kafkalog_cli._speedups import fastscan
-    except ImportError:
-        return None
-    return fastscan
-
-
-fs = _load()
+fs = compiled("fastscan")
 needs_ext = pytest.mark.skipif(fs is None, reason="compiled fastscan not built "
                                "(test_extension_is_built reports it)")
 SHALLOW = CheckOptions(shallow=True)
