@@ -47,10 +47,12 @@ def chunks(items: Sequence[T], size: Callable[[T], int] = _size) -> list[list[T]
 
 
 def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
-            renderer: Any = None, done: Callable[[T], None] | None = None) -> Iterator[R]:
+            renderer: Any = None, done: Callable[[T], None] | None = None,
+            small: bool = False) -> Iterator[R]:
     """parallel.ordered, with runs of small items as one work item each."""
     if jobs <= 1 or len(items) <= FEW:
-        yield from parallel.ordered(items, work, jobs, renderer=renderer, done=done)
+        yield from parallel.ordered(items, work, jobs, renderer=renderer, done=done,
+                                    small=small)
         return
 
     def run(chunk: list[T]) -> list[R]:
@@ -62,12 +64,13 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
                 done(item)
 
     for values in parallel.ordered(chunks(items), run, jobs, renderer=renderer,
-                                   done=finished):
+                                   done=finished, small=small):
         yield from values
 
 
-def mapper(jobs: int) -> Callable[..., Iterator[Any]] | None:
-    """parallel.mapper's, chunked: storage's map over partitions (None: -j 1)."""
+def mapper(jobs: int, small: bool = False) -> Callable[..., Iterator[Any]] | None:
+    """parallel.mapper's, chunked: storage's map over partitions (None: -j 1). `small`: as
+    parallel.ordered's."""
     if jobs <= 1:
         return None
-    return lambda items, work, **kw: ordered(items, work, jobs, **kw)
+    return lambda items, work, **kw: ordered(items, work, jobs, small=small, **kw)

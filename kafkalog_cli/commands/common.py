@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, open_target
 from kafkalog_cli.storage.formats.current import segment_target
 from kafkalog_cli.storage.maintenance import guard
+
+T = TypeVar("T")
 
 
 def partitions_of(paths: tuple[str, ...]
@@ -23,6 +25,19 @@ def partitions_of(paths: tuple[str, ...]
             out.append((t, [part], {base}))
         else:
             out.append((t, t.partitions(linked=True), None))
+    return out
+
+
+def runs(targets: list[T], joins: Callable[[T], bool]) -> list[list[T]]:
+    """`targets` in order, consecutive ones that `joins` as one run, others alone: the
+    partition dirs of a glob (`verify /var/lib/kafka/orders-*`) are then one set of items
+    for -j, not one command's worth of work after another."""
+    out: list[list[T]] = []
+    for t in targets:
+        if out and joins(t) and joins(out[-1][-1]):
+            out[-1].append(t)
+        else:
+            out.append([t])
     return out
 
 

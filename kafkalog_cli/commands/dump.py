@@ -18,16 +18,18 @@ from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage, Record
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.commands import chunked, decoding, options
+from kafkalog_cli.commands.common import runs
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import Renderer, json_bytes, make_renderer, payload_encoder
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
-from kafkalog_cli.storage.disk.logdir import PartitionDir
+from kafkalog_cli.storage.disk.logdir import PartitionDir, Target
 from kafkalog_cli.storage.disk.reader import segments_in_range
 from kafkalog_cli.storage.disk.segment import iter_batches
 from kafkalog_cli.storage.formats import open_target
+from kafkalog_cli.storage.formats.current import FORMAT as CURRENT
 from kafkalog_cli.storage.formats.current import file_kind
 
 Row = dict[str, Any]
@@ -406,6 +408,10 @@ def _record_text(row: Row, print_data: bool) -> str:
     return "".join(parts)
 
 
+def _partitions_of_current(t: Target) -> bool:
+    return t.format is CURRENT and t.kind != "file"
+
+
 @click.command("dump", epilog="Exit codes: 0 all read (also when the reader of stdout goes "
                               "away, as with | head), 4 damage found (reported on stderr, with "
                               "file and byte), 8 operational error (also: stdout closed), "
@@ -477,8 +483,11 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     d.decoding = decoding.Decoding(decode, kafka_text=fmt == "text")
     d.jobs = jobs
     try:
-        for t in targets:
-            t.format.dump(t, d)
+        for run in runs(targets, _partitions_of_current):
+            if len(run) > 1:  # partition or log dirs named one by one: one set of -j items
+                d.partitions([p for t in run for p in t.partitions()])
+            else:
+                run[0].format.dump(run[0], d)
     except KafkalogError:
         out.close()
         raise

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from kafkalog_cli.commands import options, parallel
-from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, ticked
+from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, runs, ticked
 from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
 from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import make_renderer
@@ -96,10 +96,17 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
         targets = [(t, [fresh[p.path] for p in parts], b) for t, parts, b in targets]
         bar = stack.enter_context(progress(
             partition_bytes([p for _t, parts, _b in targets for p in parts]), "index-rebuild"))
-        for _t, parts, bases in targets:
-            for c, d in parallel.ordered(parts, functools.partial(one, bases=bases), jobs,
-                                         renderer=out, done=ticked(bar)):
-                changed, damaged = changed + c, damaged + d
+        # whole partitions named one by one (a glob) are one set of -j items; a partition
+        # named twice is rebuilt twice, one after the other, as without -j
+        for run in runs([(parts, bases) for _t, parts, bases in targets],
+                        lambda x: x[1] is None):
+            parts = [p for ps, _b in run for p in ps]
+            sets = [parts] if len({p.path for p in parts}) == len(parts) else \
+                [ps for ps, _b in run]
+            for ps in sets:
+                for c, d in parallel.ordered(ps, functools.partial(one, bases=run[0][1]), jobs,
+                                             renderer=out, done=ticked(bar), small=True):
+                    changed, damaged = changed + c, damaged + d
     out.close()
     if damaged or (changed and dry_run):
         return EXIT_UNFIXED

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import gc
 import io
 import mmap
 import os
@@ -396,10 +397,13 @@ def _replay_file(path: str, renderer: Renderer | None) -> None:
 
 def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             renderer: Renderer | None = None,
-            done: Callable[[T], None] | None = None) -> Iterator[R]:
+            done: Callable[[T], None] | None = None, small: bool = False) -> Iterator[R]:
     """`work(item)` for each of `items`, in order, over `jobs` processes (see the module
     doc). `renderer`: the command's renderer, which workers' rows reach through the parent;
-    `done(item)` is called in the parent once an item's output is out (progress)."""
+    `done(item)` is called in the parent once an item's output is out (progress). `small`:
+    what an item prints and returns is small (verify's findings, index-rebuild's rows), so
+    every item may be in flight at once, the biggest first: no worker is left alone with a
+    big partition at the end while the other idles."""
     jobs = min(jobs, len(items))
     if os.environ.get("KAFKALOG_CRASH_AT") or os.environ.get("KAFKALOG_FAIL_AT"):
         jobs = 1  # fault drills count crash points, and die, in one process (drills/faults.py)
@@ -431,19 +435,23 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     # Ctrl-C held while the pool starts: raised before `try`, it would skip _kill, and the
     # pool's exit-time teardown waits forever for the task queue's lock an idle worker holds
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    gc.freeze()  # the collector in a worker would touch, so copy, every inherited object
     try:
         pool = ctx.Pool(jobs, initializer=_start_worker)
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         raise
+    finally:
+        gc.unfreeze()
     finished = False
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held Ctrl-C is raised here
-        order = _dispatch_order(items, WINDOW * jobs)
+        window = len(items) if small else WINDOW * jobs
+        order = _dispatch_order(items, window)
         pending: dict[int, Any] = {}
         nxt = 0
         for i in range(len(items)):
-            while nxt < len(items) and nxt - i < WINDOW * jobs:
+            while nxt < len(items) and nxt - i < window:
                 pending[order[nxt]] = pool.apply_async(_run, (order[nxt],))
                 nxt += 1
             if _turn is not None:  # what the caller printed since goes first
@@ -482,10 +490,21 @@ def _dispatch_order(items: Sequence[Any], window: int) -> list[int]:
     while the others idle (their output is held until its turn: in order all the same)."""
     order = list(range(len(items)))
     tail = order[-window:]
-    if all(isinstance(items[i], PartitionDir) for i in tail):
-        tail.sort(key=lambda i: -sum(seg.size for seg in items[i].segments))
+    sizes = [_size(items[i]) for i in tail]
+    if None not in sizes:
+        by_size = dict(zip(tail, sizes, strict=True))
+        tail.sort(key=lambda i: -by_size[i])  # type: ignore[operator]
         order[-window:] = tail
     return order
+
+
+def _size(item: Any) -> int | None:
+    """A partition's `.log` bytes, a run of partitions' (commands/chunked.py), else None."""
+    if isinstance(item, PartitionDir):
+        return sum(seg.size for seg in item.segments)
+    if isinstance(item, list) and item and all(isinstance(p, PartitionDir) for p in item):
+        return sum(seg.size for p in item for seg in p.segments)
+    return None
 
 
 def _direct_fds(renderer: Renderer | None) -> tuple[int, int] | None:

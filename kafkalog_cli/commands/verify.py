@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from kafkalog_cli.commands import chunked, options
-from kafkalog_cli.commands.common import partition_bytes
+from kafkalog_cli.commands.common import partition_bytes, runs
 from kafkalog_cli.errors import EXIT_UNFIXED
 from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
 from kafkalog_cli.output.render import make_renderer, write_document
@@ -29,6 +29,10 @@ def _text(fd: Finding) -> str:
     if fd.fix:
         line += f"\n        fix: {fd.fix}"
     return line
+
+
+def _one_partition(t: Target) -> bool:
+    return t.format is CURRENT and t.kind == "partition"
 
 
 @click.command("verify", epilog="Exit codes (fsck): 0 no errors (warnings allowed), 4 errors "
@@ -70,13 +74,20 @@ def command(paths: tuple[str, ...], shallow: bool, fmt: str, show_all: bool,
 
         require_pyspark("verify --engine spark")
     spark_targets: list[Target] = []
-    for p in paths:
-        target = open_target(p)
+    mapper = chunked.mapper(jobs, small=True)
+    for run in runs([open_target(p) for p in paths], _one_partition):
+        target = run[0]
         if engine == "spark" and target.format is CURRENT:  # Spark reads the current format
-            spark_targets.append(target)
+            spark_targets.extend(run)
+            continue
+        if len(run) > 1:  # partition dirs named one by one: one set of -j items
+            parts = [t.partition for t in run if t.partition is not None]
+            with progress(partition_bytes(parts), "verify") as advance:
+                for _ in CURRENT.check_partitions(parts, f, opts, stats, advance, mapper):
+                    pass
             continue
         with progress(partition_bytes(target.format.partitions(target)), "verify") as advance:
-            target.format.check(target, f, opts, stats, advance, chunked.mapper(jobs))
+            target.format.check(target, f, opts, stats, advance, mapper)
     if spark_targets:
         from kafkalog_cli.spark.jobs import verify_on_spark
 

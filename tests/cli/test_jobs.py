@@ -312,3 +312,74 @@ def test_the_last_window_goes_to_workers_biggest_first(tmp_path: Path) -> None:
     # the consumer still gets them in order, from workers
     got = list(parallel.ordered(parts, lambda part: part.path.name, 2))
     assert got == [f"t-{p}" for p in range(6)]
+
+
+# -- partition dirs named one by one (a shell glob) --------------------------------------
+GLOBBED = [["verify", "--all", "--format", "json"], ["dump", "--records", "--print-data"],
+           ["index-rebuild", "--dry-run"]]
+
+
+@pytest.mark.parametrize("args", GLOBBED, ids=[" ".join(a) for a in GLOBBED])
+def test_partitions_named_one_by_one_are_one_set_of_items(
+        args: list[str], damaged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli import root
+
+    # (index-rebuild refuses a partition holding a .swap leftover, before any work)
+    parts = sorted(str(p) for p in damaged.iterdir() if p.is_dir() and not any(p.glob("*.swap")))
+    assert len(parts) == 4
+    # the same output as -j 1, from a real process
+    _same([args[0], *parts, *args[1:]], jobs=2)
+    # and the partitions went to the workers as one set, not one -j run per PATH
+    sizes: list[int] = []
+    real = parallel.ordered
+
+    def spy(items, work, jobs, **kw):  # type: ignore[no-untyped-def]
+        sizes.append(len(items))
+        return real(items, work, jobs, **kw)
+
+    monkeypatch.setattr(parallel, "ordered", spy)
+    r = CliRunner().invoke(root, [args[0], *parts, *args[1:], "-j", "2"],
+                           standalone_mode=False)
+    assert r.exception is None, r.exception
+    assert sizes == [4]
+
+
+def test_a_partition_named_twice_is_rebuilt_twice_in_turn(
+        damaged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli import root
+
+    part = str(sorted(p for p in damaged.iterdir() if p.is_dir())[0])
+    sizes: list[int] = []
+    real = parallel.ordered
+
+    def spy(items, work, jobs, **kw):  # type: ignore[no-untyped-def]
+        sizes.append(len(items))
+        return real(items, work, jobs, **kw)
+
+    monkeypatch.setattr(parallel, "ordered", spy)
+    r = CliRunner().invoke(root, ["index-rebuild", "--dry-run", part, part, "-j", "2"],
+                           standalone_mode=False)
+    assert r.exception is None, r.exception
+    assert sizes == [1, 1]  # never the same partition in two workers at once
+
+
+def test_every_item_at_once_biggest_first_when_small(tmp_path: Path) -> None:
+    from kafkalog_cli.storage.disk.logdir import PartitionDir
+    from kafkalog_cli.storage.disk.segment import Segment
+
+    parts = []
+    for p, size in enumerate([5, 1, 9, 2, 7, 3]):
+        d = tmp_path / f"t-{p}"
+        d.mkdir()
+        (d / "00000000000000000000.log").write_bytes(b"x" * size)
+        parts.append(PartitionDir(d, None, [Segment(d, 0, has_log=True)]))
+    # runs of partitions (commands/chunked.py) by their sum
+    assert parallel._dispatch_order([parts[:2], parts[2:4], parts[4:]], 3) == [1, 2, 0]
+    got = list(parallel.ordered(parts, lambda part: (part.path.name, os.getpid()), 2,
+                                small=True))
+    assert [name for name, _ in got] == [f"t-{p}" for p in range(6)]
+    assert os.getpid() not in {pid for _, pid in got}

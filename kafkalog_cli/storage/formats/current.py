@@ -4,7 +4,7 @@ queries and maintenance implement it; this module is its face for the commands).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -146,7 +146,24 @@ class CurrentFormat:
             assert target.partition is not None
             check_partition(target.partition, f, opts, stats, advance)
             return
+        for ld in target.log_dirs:
+            leos: dict[tuple[str, int], int | None] = {}
+            firsts: dict[tuple[str, int], int] = {}
+            for part, leo in self.check_partitions(ld.partitions, f, opts, stats, advance,
+                                                   ordered):
+                if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
+                    continue
+                leos[part.key] = leo
+                if part.segments:
+                    firsts[part.key] = part.segments[0].base_offset
+            check_log_dir_files(ld, f, leos, firsts)
 
+    def check_partitions(self, parts: list[PartitionDir], f: Findings, opts: CheckOptions,
+                         stats: Stats, advance: Callable[[int], None] | None = None,
+                         ordered: Ordered | None = None
+                         ) -> Iterator[tuple[PartitionDir, int | None]]:
+        """Check partition dirs (through `ordered`: over -j workers), in order: each with its
+        log end offset, its findings and stats added to `f` and `stats`."""
         def check(part: PartitionDir) -> tuple[int | None, Findings, Stats]:
             if ordered is None:
                 return check_partition(part, f, opts, stats, advance), f, stats
@@ -155,21 +172,12 @@ class CurrentFormat:
 
         done = None if advance is None else (
             lambda part: advance(sum(s.size for s in part.segments)))
-        for ld in target.log_dirs:
-            leos: dict[tuple[str, int], int | None] = {}
-            firsts: dict[tuple[str, int], int] = {}
-            results = (map(check, ld.partitions) if ordered is None else
-                       ordered(ld.partitions, check, done=done))
-            for part, (leo, pf, ps) in zip(ld.partitions, results, strict=True):
-                if pf is not f:
-                    f.absorb(pf)
-                    stats.add(ps)
-                if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
-                    continue
-                leos[part.key] = leo
-                if part.segments:
-                    firsts[part.key] = part.segments[0].base_offset
-            check_log_dir_files(ld, f, leos, firsts)
+        results = map(check, parts) if ordered is None else ordered(parts, check, done=done)
+        for part, (leo, pf, ps) in zip(parts, results, strict=True):
+            if pf is not f:
+                f.absorb(pf)
+                stats.add(ps)
+            yield part, leo
 
     # -- info ---------------------------------------------------------------------------
 
