@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from kafkalog_cli.commands import parallel
+from kafkalog_cli.storage.disk.logdir import PartitionDir
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -26,6 +27,8 @@ FEW = 64  # up to this many items, one each: their overhead is small
 
 
 def _size(part: Any) -> int:
+    if isinstance(part, PartitionDir):
+        return part.log_bytes
     segments = getattr(part, "segments", None)  # a 0.7 partition's have sizes too
     return sum(getattr(s, "size", 0) for s in segments) if segments else 0
 

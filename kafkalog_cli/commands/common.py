@@ -53,10 +53,10 @@ def partition_fields(part: PartitionDir) -> dict[str, Any]:
 
 def partition_bytes(parts: list[PartitionDir]) -> int:
     """Total `.log` bytes: what progress bars count."""
-    return sum(seg.size for part in parts for seg in part.segments)
+    return sum(part.log_bytes for part in parts)
 
 
 def ticked(advance: Callable[[int], None]) -> Callable[[PartitionDir], None]:
     """What advances the progress bar once a partition's work is done (parallel.ordered's
     `done`)."""
-    return lambda part: advance(sum(seg.size for seg in part.segments))
+    return lambda part: advance(part.log_bytes)

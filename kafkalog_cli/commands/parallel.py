@@ -501,9 +501,9 @@ def _dispatch_order(items: Sequence[Any], window: int) -> list[int]:
 def _size(item: Any) -> int | None:
     """A partition's `.log` bytes, a run of partitions' (commands/chunked.py), else None."""
     if isinstance(item, PartitionDir):
-        return sum(seg.size for seg in item.segments)
+        return item.log_bytes
     if isinstance(item, list) and item and all(isinstance(p, PartitionDir) for p in item):
-        return sum(seg.size for p in item for seg in p.segments)
+        return sum(p.log_bytes for p in item)
     return None
 
 

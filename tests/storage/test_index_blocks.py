@@ -57,3 +57,22 @@ def test_a_zero_relative_offset_in_a_later_block_ends_the_entries(tmp_path):
     rows[2 * BLOCK_ENTRIES + 5] = (0, 77)  # a zero relative offset, not a zero slot
     p.write_bytes(b"".join(struct.pack(">ii", *r) for r in rows))
     assert OffsetIndex.read(p, 0).used == 2 * BLOCK_ENTRIES + 5
+
+
+def _open_fds():
+    import os
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("n", [BLOCK_ENTRIES, BLOCK_ENTRIES + 1])
+def test_a_one_block_index_holds_no_descriptor_and_a_removed_file_stays_readable(tmp_path, n):
+    """One block (most indexes) is read whole at once and its file closed; a bigger one is
+    read a block at a time through a descriptor held with it. Either way the entries stay
+    readable after the file is removed (the check reads them after a recover may have)."""
+    p = tmp_path / "x.index"
+    want = _offset_file(p, n, 0)
+    before = _open_fds()
+    idx = OffsetIndex.read(p, BASE)
+    assert _open_fds() - before == (0 if n <= BLOCK_ENTRIES else 1)
+    p.unlink()
+    assert list(idx.entries) == want

@@ -30,11 +30,17 @@ class _EntryFile:
         self.entry = entry
         ranges = fs.open_ranges(path)  # a descriptor locally, ranged reads for a URL
         self._ranges = ranges
-        weakref.finalize(self, ranges.close)
         self.size = ranges.size
         self.slots = self.size // entry.size
         self._block_no = -1
         self._block = b""
+        if self.slots <= BLOCK_ENTRIES:  # one block, the usual size: read now, close
+            try:
+                self.block(0)
+            finally:
+                ranges.close()
+        else:
+            weakref.finalize(self, ranges.close)
 
     def block(self, n: int) -> bytes:
         """Slots [n * BLOCK_ENTRIES, (n + 1) * BLOCK_ENTRIES) that exist, as bytes."""

@@ -37,6 +37,16 @@ class PartitionDir:
     special: list[FileName] = field(default_factory=list)  # leader-epoch, partition.metadata…
     unknown: list[str] = field(default_factory=list)
     log_dir: LogDir | None = None
+    _log_bytes: int | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def log_bytes(self) -> int:
+        """Its segments' `.log` bytes when first asked: what progress bars and -j's planning
+        count (each asks; a stat of every file each time cost more than the check of a small
+        partition). The work itself reads the files as they are."""
+        if self._log_bytes is None:
+            self._log_bytes = sum(seg.size for seg in self.segments)
+        return self._log_bytes
 
     @property
     def topic(self) -> str:

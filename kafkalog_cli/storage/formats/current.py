@@ -171,7 +171,7 @@ class CurrentFormat:
             return check_partition(part, pf, opts, ps), pf, ps
 
         done = None if advance is None else (
-            lambda part: advance(sum(s.size for s in part.segments)))
+            lambda part: advance(part.log_bytes))
         results = map(check, parts) if ordered is None else ordered(parts, check, done=done)
         for part, (leo, pf, ps) in zip(parts, results, strict=True):
             if pf is not f:
