@@ -296,16 +296,22 @@ def test_one_job_runs_in_this_process() -> None:
     assert os.getpid() not in pids
 
 
-def test_the_last_window_goes_to_workers_biggest_first(tmp_path: Path) -> None:
+def _sized_parts(tmp_path: Path, sizes: list[int]) -> list:  # type: ignore[type-arg]
+    """Partitions t-0, t-1, ... of one segment of these .log sizes."""
     from kafkalog_cli.storage.disk.logdir import PartitionDir
     from kafkalog_cli.storage.disk.segment import Segment
 
     parts = []
-    for p, size in enumerate([5, 1, 9, 2, 7, 3]):
+    for p, size in enumerate(sizes):
         d = tmp_path / f"t-{p}"
         d.mkdir()
         (d / "00000000000000000000.log").write_bytes(b"x" * size)
         parts.append(PartitionDir(d, None, [Segment(d, 0, has_log=True)]))
+    return parts
+
+
+def test_the_last_window_goes_to_workers_biggest_first(tmp_path: Path) -> None:
+    parts = _sized_parts(tmp_path, [5, 1, 9, 2, 7, 3])
     assert parallel._dispatch_order(parts, 4) == [0, 1, 2, 4, 5, 3]
     assert parallel._dispatch_order(parts, 8) == [2, 4, 0, 5, 3, 1]
     assert parallel._dispatch_order(list(range(6)), 4) == list(range(6))  # no sizes: as given
@@ -317,6 +323,19 @@ def test_the_last_window_goes_to_workers_biggest_first(tmp_path: Path) -> None:
 # -- partition dirs named one by one (a shell glob) --------------------------------------
 GLOBBED = [["verify", "--all", "--format", "json"], ["dump", "--records", "--print-data"],
            ["index-rebuild", "--dry-run"]]
+
+
+def _item_counts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many items each parallel.ordered call gets, from here on."""
+    sizes: list[int] = []
+    real = parallel.ordered
+
+    def spy(items, work, jobs, **kw):  # type: ignore[no-untyped-def]
+        sizes.append(len(items))
+        return real(items, work, jobs, **kw)
+
+    monkeypatch.setattr(parallel, "ordered", spy)
+    return sizes
 
 
 @pytest.mark.parametrize("args", GLOBBED, ids=[" ".join(a) for a in GLOBBED])
@@ -332,14 +351,7 @@ def test_partitions_named_one_by_one_are_one_set_of_items(
     # the same output as -j 1, from a real process
     _same([args[0], *parts, *args[1:]], jobs=2)
     # and the partitions went to the workers as one set, not one -j run per PATH
-    sizes: list[int] = []
-    real = parallel.ordered
-
-    def spy(items, work, jobs, **kw):  # type: ignore[no-untyped-def]
-        sizes.append(len(items))
-        return real(items, work, jobs, **kw)
-
-    monkeypatch.setattr(parallel, "ordered", spy)
+    sizes = _item_counts(monkeypatch)
     r = CliRunner().invoke(root, [args[0], *parts, *args[1:], "-j", "2"],
                            standalone_mode=False)
     assert r.exception is None, r.exception
@@ -353,14 +365,7 @@ def test_a_partition_named_twice_is_rebuilt_twice_in_turn(
     from kafkalog_cli.cli import root
 
     part = str(sorted(p for p in damaged.iterdir() if p.is_dir())[0])
-    sizes: list[int] = []
-    real = parallel.ordered
-
-    def spy(items, work, jobs, **kw):  # type: ignore[no-untyped-def]
-        sizes.append(len(items))
-        return real(items, work, jobs, **kw)
-
-    monkeypatch.setattr(parallel, "ordered", spy)
+    sizes = _item_counts(monkeypatch)
     r = CliRunner().invoke(root, ["index-rebuild", "--dry-run", part, part, "-j", "2"],
                            standalone_mode=False)
     assert r.exception is None, r.exception
@@ -368,15 +373,7 @@ def test_a_partition_named_twice_is_rebuilt_twice_in_turn(
 
 
 def test_every_item_at_once_biggest_first_when_small(tmp_path: Path) -> None:
-    from kafkalog_cli.storage.disk.logdir import PartitionDir
-    from kafkalog_cli.storage.disk.segment import Segment
-
-    parts = []
-    for p, size in enumerate([5, 1, 9, 2, 7, 3]):
-        d = tmp_path / f"t-{p}"
-        d.mkdir()
-        (d / "00000000000000000000.log").write_bytes(b"x" * size)
-        parts.append(PartitionDir(d, None, [Segment(d, 0, has_log=True)]))
+    parts = _sized_parts(tmp_path, [5, 1, 9, 2, 7, 3])
     # runs of partitions (commands/chunked.py) by their sum
     assert parallel._dispatch_order([parts[:2], parts[2:4], parts[4:]], 3) == [1, 2, 0]
     got = list(parallel.ordered(parts, lambda part: (part.path.name, os.getpid()), 2,
