@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from kafkalog_cli.commands import parallel
-from kafkalog_cli.storage.disk.logdir import PartitionDir
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -27,10 +26,7 @@ FEW = 64  # up to this many items, one each: their overhead is small
 
 
 def _size(part: Any) -> int:
-    if isinstance(part, PartitionDir):
-        return part.log_bytes
-    segments = getattr(part, "segments", None)  # a 0.7 partition's have sizes too
-    return sum(getattr(s, "size", 0) for s in segments) if segments else 0
+    return int(getattr(part, "log_bytes", 0))  # every format's partition has it
 
 
 def chunks(items: Sequence[T], size: Callable[[T], int] = _size) -> list[list[T]]:

@@ -44,7 +44,6 @@ from typing import Any, BinaryIO, TypeVar
 
 from kafkalog_cli.output.live import screen
 from kafkalog_cli.output.render import JsonlRenderer, Renderer, TextRenderer
-from kafkalog_cli.storage.disk.logdir import PartitionDir
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -499,12 +498,11 @@ def _dispatch_order(items: Sequence[Any], window: int) -> list[int]:
 
 
 def _size(item: Any) -> int | None:
-    """A partition's `.log` bytes, a run of partitions' (commands/chunked.py), else None."""
-    if isinstance(item, PartitionDir):
-        return item.log_bytes
-    if isinstance(item, list) and item and all(isinstance(p, PartitionDir) for p in item):
-        return sum(p.log_bytes for p in item)
-    return None
+    """A partition's `.log` bytes (of any format), a run of partitions' (commands/chunked.py),
+    else None."""
+    parts = item if isinstance(item, list) else [item]
+    sizes = [getattr(p, "log_bytes", None) for p in parts]
+    return sum(sizes) if parts and all(isinstance(n, int) for n in sizes) else None
 
 
 def _direct_fds(renderer: Renderer | None) -> tuple[int, int] | None:

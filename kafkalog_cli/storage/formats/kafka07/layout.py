@@ -86,6 +86,11 @@ class Partition07:
     log_dir: None = None  # no checkpoints: nothing in the log dir says where recovery starts
     topic_error: None = None  # 0.7 had no topic-name rule beyond the dir name's split
 
+    @property
+    def log_bytes(self) -> int:
+        """Its segments' bytes: what progress bars and -j's planning count."""
+        return sum(seg.size for seg in self.segments)
+
     def rescan(self) -> Partition07:
         return scan_partition(self.path)
 
