@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
@@ -11,18 +11,15 @@ from kafkalog_cli.commands import chunked
 
 
 @dataclass
-class _Seg:
-    size: int
-
-
-@dataclass
 class _Part:
+    """What chunking asks of a partition of any format: its .log bytes."""
+
     n: int
-    segments: list[_Seg] = field(default_factory=list)
+    log_bytes: int
 
 
 def _parts(sizes: list[int]) -> list[_Part]:
-    return [_Part(n, [_Seg(s)]) for n, s in enumerate(sizes)]
+    return [_Part(n, s) for n, s in enumerate(sizes)]
 
 
 def test_runs_end_at_the_byte_or_item_cap() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import io
+import operator
 import os
 import re
 import stat as stat_mod
@@ -270,18 +271,21 @@ class Entry:
         return self._stat
 
 
-def listdir(path: Path) -> list[Any]:
+_NAME = operator.attrgetter("name")
+
+
+def listdir(path: Path | str) -> list[Any]:
     """A directory's entries sorted by name (os.DirEntry locally; Entry for a URL, from
     one listing by prefix). OSError when it cannot be listed."""
     if not isinstance(path, ObjectPath):
         with os.scandir(path) as it:
-            return sorted(it, key=lambda e: e.name)
+            return sorted(it, key=_NAME)
     pafs = _pafs()
 
     infos = _call(path, lambda: path.client().get_file_info(pafs.FileSelector(path.key)))
     out = [Entry(path / i.base_name, i.base_name, i.type == pafs.FileType.Directory,
                  _stat_result(path, i)) for i in infos]
-    return sorted(out, key=lambda e: e.name)
+    return sorted(out, key=_NAME)
 
 
 def size(path: Path) -> int:

@@ -132,7 +132,7 @@ class LogDir:
         return v
 
 
-_listed: dict[Path, list[os.DirEntry[str]]] | None = None  # while listings_shared() runs
+_listed: dict[str, list[os.DirEntry[str]]] | None = None  # while listings_shared() runs
 
 
 @contextlib.contextmanager
@@ -151,16 +151,19 @@ def listings_shared() -> Iterator[None]:
         _listed = outer
 
 
-def listdir(path: Path) -> list[os.DirEntry[str]]:
+def listdir(path: Path | str) -> list[os.DirEntry[str]]:
+    """`path`'s entries by name; shared by its text (hashing a Path costs more than listing
+    a small dir), a str where the caller has no Path."""
     listed = _listed
-    if listed is not None and (entries := listed.get(path)) is not None:
+    key = str(path) if listed is not None else ""  # an object's: its URL
+    if listed is not None and (entries := listed.get(key)) is not None:
         return entries
     try:
         entries = fs.listdir(path)
     except OSError as e:
         raise LogDirIOError(f"{path}: cannot list directory: {e.strerror}") from None
     if listed is not None:
-        listed[path] = entries
+        listed[key] = entries
     return entries
 
 

@@ -184,21 +184,23 @@ def find_target(path: str | Path) -> Target07 | None:
     entries = listdir(p)
     if _holds_v07(entries):
         return Target07(p, "partition", [scan_partition(p)])
-    subdirs = [e for e in entries if _entry_is(e, "dir")]
-    kinds: list[tuple[os.DirEntry[str], bool, bool]] = []
-    for e in subdirs:
-        try:
-            sub = listdir(Path(e.path))
-        except LogDirIOError:
-            continue
-        kinds.append((e, _holds_v07(sub), _holds_modern(sub)))
-    if not any(v07 for _, v07, _ in kinds):
+    # every subdir is listed (the current format's scan reads the same listings, shared):
+    # by name first, as most dirs hold no `.kafka` file at all
+    listed: list[tuple[os.DirEntry[str], list[os.DirEntry[str]]]] = []
+    for e in entries:
+        if _entry_is(e, "dir"):
+            try:
+                listed.append((e, listdir(e.path)))
+            except LogDirIOError:
+                continue
+    if not any(_holds_v07(sub) for _e, sub in listed
+               if any(x.name.endswith(SUFFIX) for x in sub)):
         return None
     t = Target07(p, "logdir")
-    for e, v07, modern in kinds:
-        if v07:
+    for e, sub in listed:
+        if _holds_v07(sub):
             t.partitions.append(scan_partition(Path(e.path)))
-        elif modern:
+        elif _holds_modern(sub):
             t.modern_dirs.append(Path(e.path))
         else:
             t.bad_dirs.append(e.name)
