@@ -135,7 +135,9 @@ def _entry_is(e: os.DirEntry[str], kind: str) -> bool:
 
 
 def _holds_v07(entries: list[os.DirEntry[str]]) -> bool:
-    return any(_SEGMENT_RE.match(e.name) and _entry_is(e, "file") for e in entries)
+    # the suffix first: a log dir's every partition dir is probed, most hold no .kafka file
+    return any(e.name.endswith(SUFFIX) and _SEGMENT_RE.match(e.name) and _entry_is(e, "file")
+               for e in entries)
 
 
 def _holds_modern(entries: list[os.DirEntry[str]]) -> bool:
@@ -184,21 +186,21 @@ def find_target(path: str | Path) -> Target07 | None:
     entries = listdir(p)
     if _holds_v07(entries):
         return Target07(p, "partition", [scan_partition(p)])
-    # every subdir is listed (the current format's scan reads the same listings, shared):
-    # by name first, as most dirs hold no `.kafka` file at all
-    listed: list[tuple[os.DirEntry[str], list[os.DirEntry[str]]]] = []
+    # every subdir is listed (the current format's scan reads the same listings, shared;
+    # by their text: a Path built and hashed per dir cost more than the listing)
+    kinds: list[tuple[os.DirEntry[str], list[os.DirEntry[str]], bool]] = []
     for e in entries:
         if _entry_is(e, "dir"):
             try:
-                listed.append((e, listdir(e.path)))
+                sub = listdir(e.path)
             except LogDirIOError:
                 continue
-    if not any(_holds_v07(sub) for _e, sub in listed
-               if any(x.name.endswith(SUFFIX) for x in sub)):
+            kinds.append((e, sub, _holds_v07(sub)))
+    if not any(v07 for _e, _sub, v07 in kinds):
         return None
     t = Target07(p, "logdir")
-    for e, sub in listed:
-        if _holds_v07(sub):
+    for e, sub, v07 in kinds:
+        if v07:
             t.partitions.append(scan_partition(Path(e.path)))
         elif _holds_modern(sub):
             t.modern_dirs.append(Path(e.path))
