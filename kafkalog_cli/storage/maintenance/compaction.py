@@ -20,6 +20,7 @@ the broker writes them per read-buffer chunk; both are valid.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import os
 from collections.abc import Iterable
@@ -34,7 +35,7 @@ from kafkalog_cli.codec.message_v01 import LegacyBatch, encode_message_set
 from kafkalog_cli.codec.model import Header, Record
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, locating
 from kafkalog_cli.storage.disk import naming, safety
-from kafkalog_cli.storage.disk.files import fsync_dir
+from kafkalog_cli.storage.disk.files import EarlySync, fsync_dir
 from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.segment import Segment, log_end_offset
 from kafkalog_cli.storage.drills.faults import crash_point
@@ -447,6 +448,8 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
         if not dry_run:
             _remove_cleaned(part.path, base)
         out = None if dry_run else safety.open_file(out_path, part.path.parent, "temp")
+        early = None if out is None or not fsync else EarlySync(out.fileno())
+        written = 0
         try:
             for seg in group:
                 log_path = seg.log_path
@@ -467,9 +470,14 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
                     res.records_out += n_out
                     if out is not None:
                         out.write(data)
+                        if early is not None:
+                            written += len(data)
+                            early.wrote(written)
             if out is not None:
                 crash_point("compact.cleaned.written")
                 out.flush()
+                if early is not None:
+                    early.wait()
                 if fsync:
                     os.fsync(out.fileno())
                 out.close()
@@ -478,6 +486,9 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
             # a failed write (a full disk, a batch that does not decode) leaves no .cleaned
             # behind: until it reaches .swap the old segments are the log
             if out is not None:
+                if early is not None:  # its thread syncs `out`'s fd: done before the close
+                    with contextlib.suppress(OSError):
+                        early.wait()
                 out.close()
                 _remove_cleaned(part.path, base)
             raise

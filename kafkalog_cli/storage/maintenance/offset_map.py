@@ -12,7 +12,6 @@ built or KAFKALOG_PURE=1. This class is the specification.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import struct
 from collections.abc import Iterator
@@ -55,7 +54,7 @@ class OffsetMap:
     def put(self, key: bytes, offset: int) -> None:
         if self.size >= self.max_entries:
             raise FullError
-        h = hashlib.md5(key).digest()
+        h = _md5(key)
         buf = self.buf
         for slot in self._probes(h):
             pos = slot * ENTRY
@@ -75,7 +74,7 @@ class OffsetMap:
         return bytes(self.buf)
 
     def get(self, key: bytes) -> int:
-        h = hashlib.md5(key).digest()
+        h = _md5(key)
         buf = self.buf
         for n, slot in enumerate(self._probes(h)):
             if n >= self.slots + 12:  # SkimpyOffsetMap.get's maxAttempts
@@ -86,6 +85,12 @@ class OffsetMap:
             if buf[pos:pos + ENTRY] == _ZERO:
                 return -1
         return -1
+
+
+def _md5(key: bytes) -> bytes:
+    import hashlib  # here: OpenSSL's load is ~6 ms of start-up, and the compiled map has MD5
+
+    return hashlib.md5(key).digest()
 
 
 OffsetMapPure = OffsetMap
