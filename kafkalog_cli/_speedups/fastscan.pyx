@@ -600,6 +600,8 @@ cdef struct Scan:
     int64_t max_timestamp
     int64_t valid_end
     int64_t records
+    uint32_t codecs          # bit c: a batch of codec c (attributes & 7)
+    int64_t first_ts         # the first batch's max timestamp >= 0, -1 when none is
     Py_ssize_t ep_n
     Py_ssize_t ep_cap
     int64_t *ep_epoch
@@ -867,6 +869,9 @@ cdef Status _scan(Scan *S) noexcept nogil:
         if first:
             S.first_offset = base_offset
             first = False
+        S.codecs |= 1u << (h[22] & 7)  # attributes' low byte (header bytes 21-22)
+        if S.first_ts < 0 and max_ts >= 0:
+            S.first_ts = max_ts
         last = b_last  # > the previous `last` (order checked above), so max() is b_last
         has_last = True
         if max_ts > running_max:
@@ -993,7 +998,7 @@ cdef int _pairs(object entries, Py_ssize_t *n, int64_t **a, int64_t **b) except 
 
 def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=None, *,
                Py_ssize_t chunk=DEFAULT_CHUNK, max_entry=DEFAULT_MAX_ENTRY, threads=None,
-               bint deep=False, max_decompressed=DEFAULT_MAX_DECOMPRESSED):
+               bint deep=False, max_decompressed=DEFAULT_MAX_DECOMPRESSED, bint extra=False):
     """Check one `.log` file as `check_log_file(..., CheckOptions(shallow=not deep,
     max_decompressed=max_decompressed), ...)` does.
 
@@ -1003,7 +1008,8 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
     records):
     the SegmentSummary fields (magics is {2} when batches > 0, else empty; damaged is False)
     and the Stats increments (records: 0 unless deep). I/O errors also give None (the pure path
-    reports them).
+    reports them). With `extra`, two more fields, what `info` shows: the batches' codecs as a
+    bit mask (bit c: codec c) and the first batch's max timestamp that is >= 0 (-1: none).
 
     `deep` adds batch_rules.record_faults: every records section is inflated (through
     codec.compression, as the pure path) and parsed in C (fastcodec.kl_records_clean), a batch
@@ -1025,6 +1031,7 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
     memset_scan(&S)
     S.tier = _tier
     S.max_timestamp = -1
+    S.first_ts = -1
     S.deep = deep
     S.pending = <void *>pending
     if deep and not _int64(max_decompressed, &S.max_decompressed):
@@ -1092,9 +1099,11 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
             return None
         epochs = [(S.ep_epoch[i], S.ep_off[i]) for i in range(S.ep_n)]
         if S.batches == 0:
-            return (None, None, -1, 0, epochs, 0, 0, 0)
-        return (S.first_offset, S.last_offset, S.max_timestamp, S.valid_end, epochs,
-                S.batches, S.nbytes, S.records)
+            got = (None, None, -1, 0, epochs, 0, 0, 0)
+        else:
+            got = (S.first_offset, S.last_offset, S.max_timestamp, S.valid_end, epochs,
+                   S.batches, S.nbytes, S.records)
+        return got + (S.codecs, S.first_ts) if extra else got
     finally:
         free(S.scratch)
         free(S.oi_off)

@@ -47,8 +47,12 @@ def chunks(items: Sequence[T], size: Callable[[T], int] = _size) -> list[list[T]
 
 def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             renderer: Any = None, done: Callable[[T], None] | None = None,
-            small: bool = False) -> Iterator[R]:
-    """parallel.ordered, with runs of small items as one work item each."""
+            small: bool = False, min_bytes: int = 0) -> Iterator[R]:
+    """parallel.ordered, with runs of small items as one work item each; all in this process
+    when the items hold fewer than `min_bytes` bytes in all (workers would cost more than
+    they save)."""
+    if min_bytes and jobs > 1 and not _at_least(items, min_bytes):
+        jobs = 1
     if jobs <= 1 or len(items) <= FEW:
         yield from parallel.ordered(items, work, jobs, renderer=renderer, done=done,
                                     small=small)
@@ -67,9 +71,20 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
         yield from values
 
 
-def mapper(jobs: int, small: bool = False) -> Callable[..., Iterator[Any]] | None:
-    """parallel.mapper's, chunked: storage's map over partitions (None: -j 1). `small`: as
-    parallel.ordered's."""
+def _at_least(items: Sequence[Any], n: int) -> bool:
+    total = 0
+    for item in items:
+        total += _size(item)
+        if total >= n:
+            return True
+    return False
+
+
+def mapper(jobs: int, small: bool = False,
+           min_bytes: int = 0) -> Callable[..., Iterator[Any]] | None:
+    """parallel.mapper's, chunked: storage's map over partitions (None: -j 1). `small`,
+    `min_bytes`: as ordered's."""
     if jobs <= 1:
         return None
-    return lambda items, work, **kw: ordered(items, work, jobs, small=small, **kw)
+    return lambda items, work, **kw: ordered(items, work, jobs, small=small,
+                                             min_bytes=min_bytes, **kw)

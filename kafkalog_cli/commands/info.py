@@ -40,6 +40,10 @@ _COLUMNS: list[tuple[str, str, Callable[[Row], str]]] = [
     ("leftovers", "leftovers", lambda x: ",".join(x["leftovers"]) or "-"),
 ]
 _BYTE_OFFSET_FIELDS = {"format", "entries", "damaged"}  # what 0.7's rows carry instead
+# info reads clean segments' headers in one compiled pass (~0.2 s a GiB): below this much
+# data in all, -j's workers take longer to start (~0.1 s) than they save (2 000 partitions of
+# 10 KB: 0.61 s with two workers, 0.55 s with none)
+PARALLEL_BYTES = 256 << 20
 
 
 def _text(entry: Row) -> str:
@@ -110,7 +114,8 @@ def command(paths: tuple[str, ...], fmt: str, jobs: int = 1) -> int:
       kafkalog info /var/lib/kafka/orders-0 --format json
       kafkalog info /var/lib/kafka --format csv > partitions.csv
     """
-    entries = [e for t in open_targets(paths) for e in t.format.info(t, chunked.mapper(jobs))]
+    mapper = chunked.mapper(jobs, min_bytes=PARALLEL_BYTES)
+    entries = [e for t in open_targets(paths) for e in t.format.info(t, mapper)]
     if fmt == "json":
         write_document(entries)
         return 0

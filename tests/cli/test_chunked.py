@@ -62,3 +62,11 @@ def test_one_job_is_a_plain_loop() -> None:
     m = chunked.mapper(2)
     assert m is not None
     assert list(m(_parts([1] * 100), lambda p: p.n * 2)) == [2 * i for i in range(100)]
+
+
+@pytest.mark.parametrize(("min_bytes", "in_workers"), [(10_000_001, False), (10_000_000, True)])
+def test_little_data_in_all_stays_in_this_process(min_bytes: int, in_workers: bool) -> None:
+    parts = _parts([100_000] * 100)  # 10 000 000 bytes
+    got = list(chunked.ordered(parts, lambda p: (p.n, os.getpid()), 2, min_bytes=min_bytes))
+    assert [v for v, _pid in got] == list(range(100))
+    assert (os.getpid() not in {pid for _v, pid in got}) is in_workers

@@ -215,6 +215,23 @@ class _TimeIndexWalk:
                        found=last_ts, fix=self.fix)
 
 
+def clean_headers(path: Path, base: int) -> tuple[int, int, int, int, int, int,
+                                                  list[str]] | None:
+    """A segment's batch headers in one compiled call, for `info`: (file bytes, batches,
+    first offset, last offset, first max timestamp >= 0, largest max timestamp, codec names;
+    -1 for no timestamp), or None when the compiled shallow pass is missing or finds anything to
+    report (legacy entries, damage, an unreadable file): the caller then reads the batches
+    itself."""
+    if _fastscan is None or fs.is_remote(path):
+        return None
+    got = _fastscan.scan_clean(path, base, extra=True)
+    if got is None:
+        return None
+    first, last, max_ts, end, _epochs, batches, _bytes, _records, mask, first_ts = got
+    codecs = [compression.name(c) for c in range(8) if mask >> c & 1]
+    return end, batches, first, last, first_ts, max_ts, codecs  # clean: it ends at its end
+
+
 def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
                    stats: Stats, prev_last: int | None = None,
                    offset_index: OffsetIndex | None = None,

@@ -9,6 +9,7 @@ from typing import Any
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.storage.checks.check import clean_headers
 from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir
 
@@ -47,6 +48,25 @@ class PartitionInfo:
                 "lastKraftSnapshot": self.kraft_snapshots[-1] if self.kraft_snapshots else None}
 
 
+def _add_clean(info: PartitionInfo, size: int, batches: int, first: int, last: int,
+               first_ts: int, max_ts: int, codecs: list[str]) -> None:
+    """A clean segment's headers, summed as partition_info's loop sums them batch by batch."""
+    info.bytes += size
+    if not batches:
+        return
+    info.batches += batches
+    if info.first_offset is None:
+        info.first_offset = first
+    info.log_end_offset = last + 1
+    info.codecs.update(codecs)
+    info.magics.add(2)
+    if info.first_timestamp is None and first_ts >= 0:
+        info.first_timestamp = first_ts
+    if max_ts >= 0:
+        info.max_timestamp = max_ts if info.max_timestamp is None \
+            else max(info.max_timestamp, max_ts)
+
+
 def lock_state(ld: LogDir) -> str:
     """'held' if another process holds .lock, 'free' if not, 'absent' without a .lock file."""
     p = ld.path / naming.LOCK
@@ -74,6 +94,10 @@ def partition_info(part: PartitionDir, bases: set[int] | None = None) -> Partiti
     info = PartitionInfo(part.topic, part.partition, str(part.path), len(segments),
                          state=part.state)
     for seg in segments:
+        fast = clean_headers(seg.log_path, seg.base_offset)
+        if fast is not None:  # a clean v2 segment: the same values, ~10x sooner
+            _add_clean(info, *fast)
+            continue
         info.bytes += seg.size
         for _pos, b in seg.batches():
             info.batches += 1
