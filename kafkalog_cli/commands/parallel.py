@@ -30,6 +30,7 @@ stdout is a BrokenPipeError in the worker that had the turn, raised again in the
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import gc
@@ -37,11 +38,13 @@ import io
 import mmap
 import os
 import pickle
+import select
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
+from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.output.live import screen
 from kafkalog_cli.output.render import JsonlRenderer, Renderer, TextRenderer
 
@@ -51,6 +54,7 @@ R = TypeVar("R")
 SPILL = 1 << 20  # bytes an item holds in memory before it writes them to a file (big: sendfile)
 _BATCH = 1 << 20  # events pickled to the spill file at a time
 WINDOW = 4  # items in flight per worker: a short item need not wait for a long one
+MAX_IN_FLIGHT = 4096  # task indexes written ahead: 16 KB, well within a pipe's buffer
 
 
 # -- the worker side ---------------------------------------------------------------------
@@ -413,8 +417,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
                 done(item)
             yield value
         return
-    # imported here: one job (most runs of a small dir) does not pay ~15 ms of start-up
-    import multiprocessing
+    # imported here: one job (most runs of a small dir) does not pay for them
     import shutil
     import tempfile
 
@@ -424,19 +427,17 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     if renderer is not None:
         renderer.out.flush()
     spill_dir = tempfile.mkdtemp(prefix="kafkalog-jobs-")
-    ctx = multiprocessing.get_context("fork")
     _job = (items, work, renderer, spill_dir)
     _TTY[:] = [_isatty(sys.stdout), _isatty(sys.stderr)]
     _FDS = _direct_fds(renderer)
     if _FDS is not None:
         _turn = mmap.mmap(-1, 8)
         _turn[:8] = (-1).to_bytes(8, "little", signed=True)
-    # Ctrl-C held while the pool starts: raised before `try`, it would skip _kill, and the
-    # pool's exit-time teardown waits forever for the task queue's lock an idle worker holds
+    # Ctrl-C held while the workers start: raised before `try`, it would leave them running
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     gc.freeze()  # the collector in a worker would touch, so copy, every inherited object
     try:
-        pool = ctx.Pool(jobs, initializer=_start_worker)
+        pool = _Workers(jobs, mask)
     except BaseException:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         raise
@@ -445,18 +446,17 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     finished = False
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held Ctrl-C is raised here
-        window = len(items) if small else WINDOW * jobs
+        window = min(len(items) if small else WINDOW * jobs, MAX_IN_FLIGHT)
         order = _dispatch_order(items, window)
-        pending: dict[int, Any] = {}
         nxt = 0
         for i in range(len(items)):
             while nxt < len(items) and nxt - i < window:
-                pending[order[nxt]] = pool.apply_async(_run, (order[nxt],))
+                pool.submit(order[nxt])
                 nxt += 1
             if _turn is not None:  # what the caller printed since goes first
                 _flush(renderer)
                 _turn[:8] = i.to_bytes(8, "little", signed=True)
-            held, value, error = pending.pop(i).get()
+            held, value, error = pool.result(i)
             if isinstance(held, _Held):
                 held.write_out()
             elif isinstance(held, str):
@@ -468,15 +468,11 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             if done is not None:
                 done(items[i])
             yield value
-        pool.close()
-        pool.join()
         finished = True
     finally:
-        if finished:
-            pool.terminate()
-            pool.join()
-        else:  # Ctrl-C, an error, a closed stdout: no worker outlives the run
-            _kill(pool)
+        # done: each worker exits at the end of the task pipe; else (Ctrl-C, an error, a
+        # closed stdout) no worker outlives the run
+        pool.close() if finished else pool.kill()
         if _turn is not None:
             _turn.close()
         _job = _FDS = _turn = None
@@ -525,20 +521,103 @@ def _flush(renderer: Renderer | None) -> None:
         renderer.out.flush()
 
 
-def _kill(pool: Any) -> None:
-    """Kill the workers and drop the pool's own teardown: Pool.terminate joins its task
-    thread, which blocks forever when a killed worker held the task queue's lock (seen under
-    `| head -1`), and its worker thread forks new workers for killed ones until told to stop;
-    the pool's threads are daemons and die with the process."""
-    from multiprocessing.pool import TERMINATE
+class _Workers:
+    """`jobs` forked processes, each running `_run(i)` for the item indexes it reads from one
+    shared task pipe (4-byte writes and reads: atomic, so each index goes to one worker) and
+    writing (i, result) frames back on a pipe of its own. A few forks and pipes: a
+    multiprocessing pool cost ~30 ms of start-up more (its import, its three threads), and
+    killing one mid-run meant reaching into its internals."""
 
-    pool._state = pool._worker_handler._state = TERMINATE  # no new workers from here
-    pool._worker_handler.join(timeout=5)
-    for p in pool._pool:
-        p.kill()
-    for p in pool._pool:
-        p.join()
-    pool._terminate.cancel()
+    def __init__(self, jobs: int, mask: Any) -> None:
+        self._pids: dict[int, int] = {}  # result pipe's fd -> worker pid
+        self._bufs: dict[int, bytearray] = {}
+        self._done: dict[int, tuple[Any, Any, Any]] = {}
+        tasks_r, self._tasks = os.pipe()
+        try:
+            for _ in range(jobs):
+                r, w = os.pipe()
+                pid = os.fork()
+                if pid == 0:  # the worker: never returns into the caller's code
+                    code = 1
+                    try:
+                        os.close(r)
+                        os.close(self._tasks)
+                        for fd in self._pids:
+                            os.close(fd)
+                        _start_worker()
+                        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                        _serve(tasks_r, w)
+                        code = 0
+                    finally:
+                        os._exit(code)
+                os.close(w)
+                self._pids[r] = pid
+                self._bufs[r] = bytearray()
+        except BaseException:
+            self.kill()
+            raise
+        finally:
+            os.close(tasks_r)
+        self._poll = select.poll()
+        for fd in self._pids:
+            self._poll.register(fd, select.POLLIN)
+
+    def submit(self, i: int) -> None:
+        _write_all(self._tasks, i.to_bytes(4, "little"))
+
+    def result(self, i: int) -> tuple[Any, Any, Any]:
+        """Item i's (held output, value, error), waiting for it."""
+        while i not in self._done:
+            for fd, _ev in self._poll.poll():
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:  # a worker leaves only once the task pipe is closed
+                    raise KafkalogError(f"-j: worker process {self._pids[fd]} died (killed, "
+                                        "or out of memory?); the run is incomplete")
+                buf = self._bufs[fd]
+                buf += chunk
+                while len(buf) >= 8:
+                    n = int.from_bytes(buf[:8], "little")
+                    if len(buf) < 8 + n:
+                        break
+                    j, got = pickle.loads(memoryview(buf)[8:8 + n])
+                    del buf[:8 + n]
+                    self._done[j] = got
+        return self._done.pop(i)
+
+    def close(self) -> None:
+        """No more tasks: the workers read the pipe's end, exit, and are reaped."""
+        os.close(self._tasks)
+        self._reap()
+
+    def kill(self) -> None:
+        for pid in self._pids.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.close(self._tasks)
+        self._reap()
+
+    def _reap(self) -> None:
+        for fd, pid in self._pids.items():
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            os.close(fd)
+        self._pids = {}
+
+
+def _serve(tasks: int, results: int) -> None:
+    """A worker's loop: item indexes in, (index, _run's result) frames out, until the end."""
+    while True:
+        b = os.read(tasks, 4)
+        if not b:
+            return
+        i = int.from_bytes(b, "little")
+        got = _run(i)
+        try:
+            frame = pickle.dumps((i, got), pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # noqa: BLE001 - a value that does not pickle: its error
+            frame = pickle.dumps((i, (got[0], None, _portable(e))), pickle.HIGHEST_PROTOCOL)
+        _write_all(results, len(frame).to_bytes(8, "little") + frame)
 
 
 def mapper(jobs: int) -> Callable[..., Iterator[Any]] | None:

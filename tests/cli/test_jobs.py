@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.commands import parallel
-from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.errors import CorruptDataError, KafkalogError
 from tests.cli.run import run
 from tests.conftest import CORPUS, FIXTURE
 
@@ -380,3 +380,18 @@ def test_every_item_at_once_biggest_first_when_small(tmp_path: Path) -> None:
                                 small=True))
     assert [name for name, _ in got] == [f"t-{p}" for p in range(6)]
     assert os.getpid() not in {pid for _, pid in got}
+
+
+def test_a_worker_that_dies_ends_the_run_with_one_error_not_a_hang() -> None:
+    # killed by the OOM killer or an operator: its item never comes back (a multiprocessing
+    # pool waited for it for ever); the run stops with an operational error, workers reaped
+    def work(i: int) -> int:
+        if i == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return i
+
+    got: list[int] = []
+    with pytest.raises(KafkalogError, match=r"worker process \d+ died"):
+        for v in parallel.ordered(list(range(8)), work, 2):
+            got.append(v)
+    assert got == [0, 1, 2]

@@ -20,7 +20,7 @@ NOT_FOR_READING = (
     "kafkalog_cli.storage.formats.kafka07.migrate",
     "kafkalog_cli.storage.formats.kafka07.recovery",
     "kafkalog_cli.storage.maintenance.recovery",
-    "multiprocessing",  # -j 1
+    "multiprocessing",  # never: -j forks its workers itself (commands/parallel.py)
 )
 
 PROBE = """
