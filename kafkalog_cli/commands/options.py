@@ -18,10 +18,9 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import click
-from click.shell_completion import CompletionItem
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
@@ -30,6 +29,9 @@ from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.render import FORMATS, PAYLOADS
 from kafkalog_cli.storage.disk.fs import is_url
 from kafkalog_cli.storage.disk.naming import topic_name_error
+
+if TYPE_CHECKING:  # completion runs only under the shell's _KAFKALOG_COMPLETE
+    from click.shell_completion import CompletionItem
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -383,13 +385,19 @@ def local_paths_argument(f: F) -> F:
 def complete_paths(ctx: click.Context, param: click.Parameter,
                    incomplete: str) -> list[CompletionItem]:
     """Files and directories (log dirs, partition dirs, segment files): the shell's own."""
-    return [CompletionItem(incomplete, type="file")]
+    return _completions([incomplete], "file")
 
 
 def complete_log_dir(ctx: click.Context, param: click.Parameter,
                      incomplete: str) -> list[CompletionItem]:
     """A log dir: directories only, completed by the shell."""
-    return [CompletionItem(incomplete, type="dir")]
+    return _completions([incomplete], "dir")
+
+
+def _completions(values: list[str], kind: str = "plain") -> list[CompletionItem]:
+    from click.shell_completion import CompletionItem  # imported by completion runs only
+
+    return [CompletionItem(v, type=kind) for v in values]
 
 
 _DIR_PARAMS = ("logdir", "paths")
@@ -454,7 +462,7 @@ def complete_topic(ctx: click.Context, param: click.Parameter,
                    incomplete: str) -> list[CompletionItem]:
     """Topics of the log dir (or partition dirs) named earlier on the command line."""
     topics = sorted({t for t, _ in _partitions_on_command_line(ctx)})
-    return [CompletionItem(t) for t in topics if t.startswith(incomplete)]
+    return _completions([t for t in topics if t.startswith(incomplete)])
 
 
 def complete_partition(ctx: click.Context, param: click.Parameter,
@@ -464,7 +472,7 @@ def complete_partition(ctx: click.Context, param: click.Parameter,
     topic = params.get("topic")
     topics = set(params.get("topics") or ()) | ({topic} if topic else set())
     nums = sorted({p for t, p in _partitions_on_command_line(ctx) if not topics or t in topics})
-    return [CompletionItem(str(n)) for n in nums if str(n).startswith(incomplete)]
+    return _completions([str(n) for n in nums if str(n).startswith(incomplete)])
 
 
 MAX_JOBS = 1024

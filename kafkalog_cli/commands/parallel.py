@@ -37,7 +37,6 @@ import gc
 import io
 import mmap
 import os
-import pickle
 import select
 import signal
 import sys
@@ -196,6 +195,8 @@ class _Recording:
             self.events.append((kind, payload))
         self._size += size
         if self._size >= (_BATCH if self._file else SPILL):
+            import pickle  # each use imports it: ~5 ms that a run without workers skips
+
             if self._file is None:
                 import tempfile  # in the parent already (ordered): a lookup
 
@@ -207,6 +208,8 @@ class _Recording:
     def finish(self) -> str | list[tuple[str, Any]]:
         """The spill file's path, or the events."""
         if self._file is not None:
+            import pickle
+
             pickle.dump(self.events, self._file, pickle.HIGHEST_PROTOCOL)
             self._file.close()
             assert self.path is not None
@@ -333,6 +336,8 @@ def _portable(e: BaseException) -> Any:
     """`e` as it pickles when that gives it back whole (OSError keeps its errno and file
     name only so), else as its type, args and attributes (a KafkalogError subclass whose
     __init__ takes other arguments than its args)."""
+    import pickle
+
     try:
         back = pickle.loads(pickle.dumps(e, pickle.HIGHEST_PROTOCOL))
         if type(back) is type(e) and str(back) == str(e):
@@ -343,6 +348,8 @@ def _portable(e: BaseException) -> Any:
 
 
 def _picklable(v: Any) -> bool:
+    import pickle
+
     try:
         pickle.dumps(v)
     except Exception:  # noqa: BLE001
@@ -388,6 +395,8 @@ def _replay(events: list[tuple[str, Any]], renderer: Renderer | None) -> None:
 
 
 def _replay_file(path: str, renderer: Renderer | None) -> None:
+    import pickle
+
     with open(path, "rb") as f:
         while True:
             try:
@@ -567,6 +576,8 @@ class _Workers:
 
     def result(self, i: int) -> tuple[Any, Any, Any]:
         """Item i's (held output, value, error), waiting for it."""
+        import pickle
+
         while i not in self._done:
             for fd, _ev in self._poll.poll():
                 chunk = os.read(fd, 1 << 20)
@@ -607,6 +618,8 @@ class _Workers:
 
 def _serve(tasks: int, results: int) -> None:
     """A worker's loop: item indexes in, (index, _run's result) frames out, until the end."""
+    import pickle
+
     while True:
         b = os.read(tasks, 4)
         if not b:

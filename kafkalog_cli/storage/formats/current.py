@@ -24,17 +24,16 @@ from kafkalog_cli.storage.disk import logdir, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
 from kafkalog_cli.storage.maintenance.floor import validation_floor
-from kafkalog_cli.storage.queries import timelookup
-from kafkalog_cli.storage.queries.overview import lock_state, partition_info
 
 if TYPE_CHECKING:  # what only generate, recover and migrate use is imported when they run:
-    # a read-only command starts faster without it
+    # a read-only command starts faster without it (so are info's and find-by-time's)
     from kafkalog_cli.storage.maintenance.recover_run import (
         Ordered,
         Outcome,
         Progress,
         RecoverOptions,
     )
+    from kafkalog_cli.storage.queries import timelookup
 
 Row = dict[str, Any]
 ENTRY_KINDS: Final = {"logdir": "logDir", "archive": "logDir", "partition": "partitionDir",
@@ -72,6 +71,8 @@ def segment_target(t: Target) -> tuple[PartitionDir, int]:
 
 
 def _info(part: PartitionDir, bases: set[int] | None = None) -> Row:
+    from kafkalog_cli.storage.queries.overview import partition_info
+
     return partition_info(part, bases).as_dict()
 
 
@@ -182,6 +183,8 @@ class CurrentFormat:
     # -- info ---------------------------------------------------------------------------
 
     def info(self, t: Target, ordered: Ordered | None = None) -> list[Row]:
+        from kafkalog_cli.storage.queries.overview import lock_state
+
         def rows(parts: list[PartitionDir], bases: set[int] | None = None) -> list[Row]:
             work = functools.partial(_info, bases=bases)
             return list(map(work, parts) if ordered is None else ordered(parts, work))
@@ -209,6 +212,8 @@ class CurrentFormat:
 
     def list_offsets(self, part: PartitionDir, when: int | str) -> timelookup.Found:
         """ListOffsets for a timestamp, or earliest / latest / max-timestamp."""
+        from kafkalog_cli.storage.queries import timelookup
+
         log_start = None
         if part.log_dir is not None:
             try:
