@@ -23,7 +23,6 @@ NOT_FOR_READING = (
     "multiprocessing",  # never: -j forks its workers itself (commands/parallel.py)
     "pickle",  # -j 1: only workers hand results over
     "click.shell_completion",  # only under the shell's _KAFKALOG_COMPLETE
-    "kafkalog_cli.storage.queries.timelookup",  # find-by-time's
 )
 
 PROBE = """

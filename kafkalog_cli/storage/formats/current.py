@@ -24,16 +24,16 @@ from kafkalog_cli.storage.disk import logdir, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
 from kafkalog_cli.storage.maintenance.floor import validation_floor
+from kafkalog_cli.storage.queries import timelookup
 
 if TYPE_CHECKING:  # what only generate, recover and migrate use is imported when they run:
-    # a read-only command starts faster without it (so are info's and find-by-time's)
+    # a read-only command starts faster without it (so is info's overview, below)
     from kafkalog_cli.storage.maintenance.recover_run import (
         Ordered,
         Outcome,
         Progress,
         RecoverOptions,
     )
-    from kafkalog_cli.storage.queries import timelookup
 
 Row = dict[str, Any]
 ENTRY_KINDS: Final = {"logdir": "logDir", "archive": "logDir", "partition": "partitionDir",
@@ -212,8 +212,6 @@ class CurrentFormat:
 
     def list_offsets(self, part: PartitionDir, when: int | str) -> timelookup.Found:
         """ListOffsets for a timestamp, or earliest / latest / max-timestamp."""
-        from kafkalog_cli.storage.queries import timelookup
-
         log_start = None
         if part.log_dir is not None:
             try:
