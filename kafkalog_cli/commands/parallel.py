@@ -572,7 +572,11 @@ class _Workers:
             self._poll.register(fd, select.POLLIN)
 
     def submit(self, i: int) -> None:
-        _write_all(self._tasks, i.to_bytes(4, "little"))
+        try:
+            _write_all(self._tasks, i.to_bytes(4, "little"))
+        except BrokenPipeError:  # no worker left to read it; not stdout's reader gone (exit 0)
+            raise KafkalogError("-j: every worker process died (killed, or out of memory?); "
+                                "the run is incomplete") from None
 
     def result(self, i: int) -> tuple[Any, Any, Any]:
         """Item i's (held output, value, error), waiting for it."""

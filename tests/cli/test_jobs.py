@@ -395,3 +395,17 @@ def test_a_worker_that_dies_ends_the_run_with_one_error_not_a_hang() -> None:
         for v in parallel.ordered(list(range(8)), work, 2):
             got.append(v)
     assert got == [0, 1, 2]
+
+
+def test_work_for_workers_all_dead_is_an_error_not_stdouts_reader_gone() -> None:
+    # the task pipe's EPIPE must not pass for a closed stdout (a quiet exit 0)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    workers = parallel._Workers(2, mask)
+    try:
+        for pid in list(workers._pids.values()):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        with pytest.raises(KafkalogError, match="every worker process died"):
+            workers.submit(0)
+    finally:
+        workers.kill()
