@@ -53,7 +53,7 @@ R = TypeVar("R")
 SPILL = 1 << 20  # bytes an item holds in memory before it writes them to a file (big: sendfile)
 _BATCH = 1 << 20  # events pickled to the spill file at a time
 WINDOW = 4  # items in flight per worker: a short item need not wait for a long one
-MAX_IN_FLIGHT = 4096  # task indexes written ahead: 16 KB, well within a pipe's buffer
+MAX_IN_FLIGHT = 4096  # items handed out ahead of the one whose turn it is
 
 
 # -- the worker side ---------------------------------------------------------------------
@@ -323,7 +323,11 @@ def _run(i: int) -> tuple[Any, Any, Any]:
         if renderer is not None:
             vars(renderer).clear()
             vars(renderer).update(restore)
-    held = turn.finish() if _FDS is not None else rec.finish()
+    try:  # writing what was held can meet a closed stdout too: that is this item's error
+        held = turn.finish() if _FDS is not None else rec.finish()
+    except BaseException as e:  # noqa: BLE001 - as above
+        held = None
+        error = error or _portable(e)
     return held, value, error
 
 
@@ -543,9 +547,15 @@ class _Workers:
         self._done: dict[int, tuple[Any, Any, Any]] = {}
         tasks_r, self._tasks = os.pipe()
         try:
+            parent = os.getpid()
             for _ in range(jobs):
                 r, w = os.pipe()
-                pid = os.fork()
+                try:
+                    pid = os.fork()
+                except BaseException:
+                    os.close(r)
+                    os.close(w)
+                    raise
                 if pid == 0:  # the worker: never returns into the caller's code
                     code = 1
                     try:
@@ -553,9 +563,10 @@ class _Workers:
                         os.close(self._tasks)
                         for fd in self._pids:
                             os.close(fd)
+                        _die_with(parent)
                         _start_worker()
                         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                        _serve(tasks_r, w)
+                        _serve(tasks_r, w, parent)
                         code = 0
                     finally:
                         os._exit(code)
@@ -567,50 +578,75 @@ class _Workers:
             raise
         finally:
             os.close(tasks_r)
+        os.set_blocking(self._tasks, False)  # the workers' end (another description) blocks
         self._poll = select.poll()
         for fd in self._pids:
             self._poll.register(fd, select.POLLIN)
 
     def submit(self, i: int) -> None:
-        try:
-            _write_all(self._tasks, i.to_bytes(4, "little"))
-        except BrokenPipeError:  # no worker left to read it; not stdout's reader gone (exit 0)
-            raise KafkalogError("-j: every worker process died (killed, or out of memory?); "
-                                "the run is incomplete") from None
+        """Hand item i to the first worker free. The task pipe does not block: while it is
+        full, the workers' results are read (a worker waiting to write one reads no task)."""
+        while True:
+            try:
+                os.write(self._tasks, i.to_bytes(4, "little"))  # <= PIPE_BUF: all or nothing
+                return
+            except BlockingIOError:
+                self._pump(room=True)
+            except BrokenPipeError:  # no worker left to read it; not stdout's reader gone
+                raise KafkalogError("-j: every worker process died (killed, or out of "
+                                    "memory?); the run is incomplete") from None
 
     def result(self, i: int) -> tuple[Any, Any, Any]:
         """Item i's (held output, value, error), waiting for it."""
+        while i not in self._done:
+            self._pump()
+        return self._done.pop(i)
+
+    def _pump(self, room: bool = False) -> None:
+        """Wait for results and take them in; with `room`, return also once the task pipe
+        can take more."""
         import pickle
 
-        while i not in self._done:
-            for fd, _ev in self._poll.poll():
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:  # a worker leaves only once the task pipe is closed
-                    raise KafkalogError(f"-j: worker process {self._pids[fd]} died (killed, "
-                                        "or out of memory?); the run is incomplete")
-                buf = self._bufs[fd]
-                buf += chunk
-                while len(buf) >= 8:
-                    n = int.from_bytes(buf[:8], "little")
-                    if len(buf) < 8 + n:
-                        break
-                    j, got = pickle.loads(memoryview(buf)[8:8 + n])
-                    del buf[:8 + n]
-                    self._done[j] = got
-        return self._done.pop(i)
+        if room:
+            self._poll.register(self._tasks, select.POLLOUT)
+        try:
+            events = self._poll.poll()
+        finally:
+            if room:
+                self._poll.unregister(self._tasks)
+        for fd, _ev in events:
+            if fd == self._tasks:
+                continue  # room, or no reader left: the next write tells
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:  # a worker leaves only once the task pipe is closed
+                raise KafkalogError(f"-j: worker process {self._pids[fd]} died (killed, "
+                                    "or out of memory?); the run is incomplete")
+            buf = self._bufs[fd]
+            buf += chunk
+            while len(buf) >= 8:
+                n = int.from_bytes(buf[:8], "little")
+                if len(buf) < 8 + n:
+                    break
+                j, got = pickle.loads(memoryview(buf)[8:8 + n])
+                del buf[:8 + n]
+                self._done[j] = got
 
     def close(self) -> None:
         """No more tasks: the workers read the pipe's end, exit, and are reaped."""
-        os.close(self._tasks)
-        self._reap()
+        with _no_interrupt():
+            os.close(self._tasks)
+            self._reap()
 
     def kill(self) -> None:
-        for pid in self._pids.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.close(self._tasks)
-        self._reap()
+        # a second Ctrl-C here must not leave a worker running on after the parent (and
+        # its .lock) are gone: it is raised once every worker is reaped
+        with _no_interrupt():
+            for pid in self._pids.values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.close(self._tasks)
+            self._reap()
 
     def _reap(self) -> None:
         for fd, pid in self._pids.items():
@@ -620,20 +656,52 @@ class _Workers:
         self._pids = {}
 
 
-def _serve(tasks: int, results: int) -> None:
-    """A worker's loop: item indexes in, (index, _run's result) frames out, until the end."""
+@contextlib.contextmanager
+def _no_interrupt() -> Iterator[None]:
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _die_with(parent: int) -> None:
+    """A worker is killed when the parent dies (Linux's PR_SET_PDEATHSIG): a mutating item
+    must not go on once the parent, and the .lock it holds, are gone (each item is
+    crash-safe: a kill mid-item is what the drills test). Elsewhere _serve's check between
+    items is what remains."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError, ImportError):
+        return
+    if os.getppid() != parent:  # it died before the call took effect
+        os._exit(1)
+
+
+def _serve(tasks: int, results: int, parent: int) -> None:
+    """A worker's loop: item indexes in, (index, _run's result) frames out, until the end.
+    Whatever goes wrong with an item is its error, in a frame: a worker that exits without
+    one is one that died."""
     import pickle
 
     while True:
         b = os.read(tasks, 4)
-        if not b:
+        if not b or os.getppid() != parent:
             return
         i = int.from_bytes(b, "little")
-        got = _run(i)
+        try:
+            got = _run(i)
+        except BaseException as e:  # noqa: BLE001 - sent to the parent, as _run's are
+            got = (None, None, _portable(e))
         try:
             frame = pickle.dumps((i, got), pickle.HIGHEST_PROTOCOL)
-        except Exception as e:  # noqa: BLE001 - a value that does not pickle: its error
-            frame = pickle.dumps((i, (got[0], None, _portable(e))), pickle.HIGHEST_PROTOCOL)
+        except Exception as e:  # noqa: BLE001 - what does not pickle (a value, a row)
+            try:  # the output still goes out, then the error
+                frame = pickle.dumps((i, (got[0], None, _portable(e))), pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - the held rows themselves
+                frame = pickle.dumps((i, (None, None, _portable(e))), pickle.HIGHEST_PROTOCOL)
         _write_all(results, len(frame).to_bytes(8, "little") + frame)
 
 

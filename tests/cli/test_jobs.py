@@ -409,3 +409,58 @@ def test_work_for_workers_all_dead_is_an_error_not_stdouts_reader_gone() -> None
             workers.submit(0)
     finally:
         workers.kill()
+
+
+HELD_THEN_CLOSED = """
+import os, sys, time
+from kafkalog_cli.commands import parallel
+r, w = os.pipe()
+os.close(r)
+os.dup2(w, 1)  # stdout: a pipe whose reader is gone
+
+def work(i):
+    if i == 1:
+        print("x" * 10, flush=True)  # held: item 0 has the turn
+        while parallel._turn_now() < 1:  # the turn comes while this item still works
+            time.sleep(0.01)
+    else:
+        time.sleep(0.3)
+    return i
+
+try:
+    list(parallel.ordered([0, 1], work, 2))
+except BrokenPipeError:
+    sys.exit(0)
+except Exception as e:
+    sys.stderr.write(f"{type(e).__name__}: {e}")
+    sys.exit(3)
+"""
+
+
+def test_held_output_meeting_a_closed_stdout_is_the_items_broken_pipe() -> None:
+    # not a worker that died: the CLI makes a BrokenPipeError the quiet exit of `| head`
+    r = subprocess.run([sys.executable, "-c", HELD_THEN_CLOSED], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+
+
+SMALL_PIPES = """
+import fcntl, os
+from kafkalog_cli.commands import parallel
+real = os.pipe
+
+def small():  # what Linux gives a user past fs.pipe-user-pages-soft: a page
+    r, w = real()
+    fcntl.fcntl(w, 1031, 4096)  # F_SETPIPE_SZ
+    return r, w
+
+os.pipe = small
+assert list(parallel.ordered(list(range(3000)), lambda i: i, 2, small=True)) == list(range(3000))
+"""
+
+
+def test_pipes_of_one_page_do_not_deadlock_the_workers() -> None:
+    # the parent must never wait to write a task while workers wait for it to read results
+    r = subprocess.run([sys.executable, "-c", SMALL_PIPES], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
