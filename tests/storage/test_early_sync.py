@@ -18,13 +18,13 @@ def test_syncs_once_per_step_and_one_at_a_time(tmp_path, monkeypatch):
         early.wrote(99)  # below the first step: nothing
         early.wait()
         assert calls == []
-        early.wrote(100)
+        early.wrote(1)  # 100 in all
         early.wait()
         assert calls == [f.fileno()]
-        early.wrote(150)  # the next step is 100 bytes past the last sync's 100
+        early.wrote(50)  # 150: the next step is 100 bytes past the last sync's 100
         early.wait()
         assert calls == [f.fileno()]
-        early.wrote(200)
+        early.wrote(50)  # 200
         early.wait()
         assert calls == [f.fileno()] * 2
 
@@ -36,7 +36,7 @@ def test_the_data_is_on_disk_and_the_file_whole(tmp_path):
         for i in range(0, len(data), 1000):
             f.write(data[i:i + 1000])
             f.flush()
-            early.wrote(i + len(data[i:i + 1000]))
+            early.wrote(len(data[i:i + 1000]))
         early.wait()
         os.fsync(f.fileno())
     assert (tmp_path / "f").read_bytes() == data

@@ -32,17 +32,19 @@ class EarlySync:
     def __init__(self, fd: int, step: int = 8 << 20) -> None:
         self._fd = fd
         self._step = step
+        self._written = 0
         self._due = step
         self._thread: Any = None
         self._error: OSError | None = None
 
-    def wrote(self, total: int) -> None:
-        """`total` bytes have been written to the file in all."""
-        if total < self._due or (self._thread is not None and self._thread.is_alive()):
+    def wrote(self, n: int) -> None:
+        """`n` more bytes have been written to the file."""
+        self._written += n
+        if self._written < self._due or (self._thread is not None and self._thread.is_alive()):
             return
         import threading  # imported here: most commands never write a big file
 
-        self._due = total + self._step
+        self._due = self._written + self._step
         self._thread = threading.Thread(target=self._sync, daemon=True)
         self._thread.start()
 

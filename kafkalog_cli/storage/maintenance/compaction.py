@@ -449,7 +449,6 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
             _remove_cleaned(part.path, base)
         out = None if dry_run else safety.open_file(out_path, part.path.parent, "temp")
         early = None if out is None or not fsync else EarlySync(out.fileno())
-        written = 0
         try:
             for seg in group:
                 log_path = seg.log_path
@@ -471,8 +470,7 @@ def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: in
                     if out is not None:
                         out.write(data)
                         if early is not None:
-                            written += len(data)
-                            early.wrote(written)
+                            early.wrote(len(data))
             if out is not None:
                 crash_point("compact.cleaned.written")
                 out.flush()
