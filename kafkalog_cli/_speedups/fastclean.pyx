@@ -258,10 +258,12 @@ cdef _self_check():
 DEF ENTRY = 24
 DEF HASH = 16
 cdef int64_t INT_MIN32 = -2147483648
-# per batch, the keys are hashed first and their first PROBES_AHEAD slots prefetched, then
-# the probes run: the table is far bigger than the caches, and a miss costs more than an MD5
+# per batch, the keys are hashed first, then probed, each key's first PROBES_AHEAD slots
+# prefetched PREFETCH_DISTANCE keys ahead: the table is far bigger than the caches, and a
+# miss costs more than an MD5
 DEF AHEAD = 1024
 DEF PROBES_AHEAD = 2
+DEF PREFETCH_DISTANCE = 24
 DEF NO_SLOT_ = 0xFFFFFFFF
 NO_SLOT = NO_SLOT_
 
@@ -549,9 +551,12 @@ def map_section(OffsetMap m, bytes data, int64_t count, int64_t base_offset,
                 index_of[n] = i - 1
                 n += 1
             kl_md5_many(p, kpos, klen, n, hashes)
-            for j in range(n):
+            # a steady number of misses in flight (all of a batch's at once: most waited)
+            for j in range(n if n < PREFETCH_DISTANCE else PREFETCH_DISTANCE):
                 _prefetch_probes(m.buf, hashes + j * HASH, slots)
             for j in range(n):
+                if j + PREFETCH_DISTANCE < n:
+                    _prefetch_probes(m.buf, hashes + (j + PREFETCH_DISTANCE) * HASH, slots)
                 if m.size >= m.max_entries:
                     return FULL
                 slot = m._put(hashes + j * HASH, offsets[j])

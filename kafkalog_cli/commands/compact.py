@@ -171,8 +171,10 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
     hw_cp = read_offsets(log_dir / naming.REPLICATION).get(key)
     entry: dict[str, Any] = {**partition_fields(part), "rounds": []}
     for _ in range(max_rounds):
-        state, aborted = replay(part)
-        rng = cleanable_range(part, ckpt, log_start, hw_cp, state, now, cfg)
+        # where the dirty range can start: the checkpoint's offset, or the log start
+        state, aborted, log_end, records_from = replay(
+            part, (log_start,) if ckpt is None else (ckpt, log_start))
+        rng = cleanable_range(part, ckpt, log_start, hw_cp, state, now, cfg, log_end)
         entry.setdefault("firstDirtyOffset", rng.first_dirty)
         entry.setdefault("dirtyRatio", round(rng.ratio, 4))
         entry["firstUncleanableOffset"] = rng.first_uncleanable
@@ -184,7 +186,8 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
             entry["skipped"] = (f"dirty ratio {rng.ratio:.3f} is not above "
                                 f"min.cleanable.dirty.ratio {cfg.min_cleanable_ratio} (--force)")
             break
-        res = clean_round(part, rng, cfg, now, state, aborted, q, dry_run=dry_run)
+        res = clean_round(part, rng, cfg, now, state, aborted, q, dry_run=dry_run,
+                          records_from=records_from)
         entry["rounds"].append({"endOffset": res.end_offset, "recordsIn": res.records_in,
                                 "recordsOut": res.records_out, "bytesIn": res.bytes_in,
                                 "bytesOut": res.bytes_out, "groups": res.groups,

@@ -93,7 +93,7 @@ def gen(tmp: Path, seed: int, **kw) -> Path:
     args = ["generate", tmp, "--records", str(kw.get("records", rng.randrange(300, 1500))),
             "--keys", str(kw.get("keys", rng.choice([1, 5, 40, 300]))),
             "--tombstones", str(rng.choice([0.0, 0.1, 0.3])),
-            "--segment-bytes", str(rng.choice([4000, 12000, 40000])),
+            "--segment-bytes", str(kw.get("segment_bytes", rng.choice([4000, 12000, 40000]))),
             "--batch-records", str(rng.choice([1, 7, 30])), "--seed", str(seed)]
     for c in rng.sample(["none", "gzip", "snappy", "lz4", "zstd"], 2):
         args += ["--codec", c]
@@ -417,3 +417,34 @@ def test_a_compact_that_fails_before_its_swap_leaves_the_log_as_it_was(tmp_path,
         assert list(pdir.glob("*.cleaned"))
         assert run("recover", ld).code in (0, 1)
         assert _state(pdir) == before
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_replay_counts_what_the_passes_of_their_own_count(tmp_path, seed):
+    """compact takes the log end and the dirty range's record count (the map's size) from
+    replay's one pass: equal to what log_end_offset and a pass of their own over the
+    batches give, for a dirty range from the log start, from a checkpoint inside a segment,
+    from one at a segment's base, and past the log end (reset to the log start)."""
+    from kafkalog_cli.storage.disk.logdir import open_target
+    from kafkalog_cli.storage.disk.segment import log_end_offset
+    from kafkalog_cli.storage.maintenance import compaction as c
+
+    part = open_target(gen(tmp_path / "ld", seed, records=1200, segment_bytes=4000,
+                           transactions=seed % 2 == 0) / "demo-0").partition
+    assert len(part.segments) > 2
+    start = part.segments[0].base_offset
+    leo = log_end_offset(part.segments)
+    mid = (part.segments[1].base_offset + part.segments[2].base_offset) // 2 + 1
+    checked = 0
+    for ckpt in (None, mid, part.segments[2].base_offset, leo + 100):
+        st, _aborted, log_end, counts = c.replay(
+            part, (start,) if ckpt is None else (ckpt, start))
+        assert log_end == leo
+        cfg = c.CleanerConfig()
+        rng = c.cleanable_range(part, ckpt, start, None, st, NOW, cfg, log_end)
+        assert rng == c.cleanable_range(part, ckpt, start, None, st, NOW, cfg)
+        passed = c.dirty_records(part, rng)
+        assert c.dirty_records(part, rng, counts) == passed
+        assert all(rng.first_dirty in counts[s.base_offset] for s in part.segments)
+        checked += passed > 0
+    assert checked >= 3

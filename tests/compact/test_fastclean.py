@@ -348,7 +348,7 @@ def test_past_the_memo_budget_the_rewrite_hashes_again_and_writes_the_same(tmp_p
         return res
     monkeypatch.setattr(compaction, "build_offset_map", spy)
     part = open_target(got / "demo-0").partition
-    state, aborted = compaction.replay(part)
+    state, aborted, _log_end, _counts = compaction.replay(part)
     cfg = CleanerConfig()
     rng = compaction.cleanable_range(part, None, part.segments[0].base_offset, None, state, NOW,
                                      cfg)

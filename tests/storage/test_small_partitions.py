@@ -10,6 +10,7 @@ import pytest
 from kafkalog_cli.storage.disk import logdir, naming
 from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.segment import Segment
+from tests.conftest import CORPUS
 
 
 def _error(fn, path: Path) -> tuple[type, str]:  # type: ignore[no-untyped-def]
@@ -64,3 +65,23 @@ def test_scan_takes_the_parsed_partition_name(tmp_path: Path) -> None:
     name = naming.parse_partition_dir("orders-3")
     assert logdir.scan_partition(d, None, name).key == logdir.scan_partition(d).key == \
         ("orders", 3)
+
+
+
+def test_log_bytes_come_from_the_listing_and_equal_the_files(tmp_path: Path) -> None:
+    """The scan keeps each `.log`'s size from its dir listing (-j's planning and the
+    progress bar read it: no Path and no stat per segment later); the sum is the files'."""
+    parts = [p for d in sorted(CORPUS.iterdir()) if d.is_dir()
+             for p in logdir.scan_log_dir(d).partitions]
+    assert len(parts) > 10
+    for part in parts:
+        assert all(s.listed_bytes >= 0 for s in part.segments if s.has_log)
+        assert part.log_bytes == sum(s.log_path.stat().st_size for s in part.segments)
+    assert sum(p.log_bytes for p in parts) > 0
+    # a segment listed otherwise (recovery's own scan, a .cleaned file) is read when asked
+    (tmp_path / "00000000000000000000.log").write_bytes(b"x" * 7)
+    seg = Segment(tmp_path, 0, has_log=True)
+    assert seg.listed_bytes == -1
+    pd = logdir.PartitionDir(tmp_path, None)
+    pd.segments = [seg]
+    assert pd.log_bytes == 7

@@ -41,11 +41,13 @@ class PartitionDir:
 
     @property
     def log_bytes(self) -> int:
-        """Its segments' `.log` bytes when first asked: what progress bars and -j's planning
-        count (each asks; a stat of every file each time cost more than the check of a small
-        partition). The work itself reads the files as they are."""
+        """Its segments' `.log` bytes when the dir was listed (or, for a segment listed
+        otherwise, when first asked): what progress bars and -j's planning count (each asks;
+        a stat of every file each time cost more than the check of a small partition). The
+        work itself reads the files as they are."""
         if self._log_bytes is None:
-            self._log_bytes = sum(seg.size for seg in self.segments)
+            self._log_bytes = sum(seg.listed_bytes if seg.listed_bytes >= 0 else seg.size
+                                  for seg in self.segments)
         return self._log_bytes
 
     @property
@@ -177,6 +179,13 @@ def _special(entry: os.DirEntry[str]) -> bool:
         stat.S_ISBLK(mode)
 
 
+def _listed_size(entry: os.DirEntry[str]) -> int:
+    try:
+        return entry.stat().st_size  # one syscall on the entry: no Path is built
+    except OSError:
+        return -1  # read as it is when asked
+
+
 def scan_partition(path: Path, log_dir: LogDir | None = None,
                    name: PartitionName | None = None) -> PartitionDir:
     """`name`: the dir's name parsed already (the log dir's scan has it), else parsed here."""
@@ -200,6 +209,7 @@ def scan_partition(path: Path, log_dir: LogDir | None = None,
             elif fn.suffix == naming.LOG:
                 seg = segs.setdefault(fn.offset, Segment(path, fn.offset))
                 seg.has_log = True
+                seg.listed_bytes = _listed_size(entry)
             else:
                 index_files.append(fn)
         elif fn.kind in (FileKind.KRAFT_SNAPSHOT, FileKind.KRAFT_SNAPSHOT_PART):

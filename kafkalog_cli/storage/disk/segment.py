@@ -93,6 +93,7 @@ class Segment:
     has_timeindex: bool = False
     has_txnindex: bool = False
     temp: str = ""  # read the files with this suffix (e.g. ".swap" while planning a recovery)
+    listed_bytes: int = -1  # the `.log`'s size when its dir was listed (-1: not listed)
     # paths made (a Path costs microseconds to build; a check asks for each several times)
     _paths: dict[tuple[str, str], Path] = field(default_factory=dict, init=False, repr=False,
                                                 compare=False)

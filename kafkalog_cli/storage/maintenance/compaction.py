@@ -26,6 +26,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.batch_v2 import RecordBatch, assemble_batch, encode_batch
@@ -90,15 +91,34 @@ class RoundResult:
     map_full: bool = False
 
 
-def replay(part: PartitionDir) -> tuple[ProducerState, list[ie.AbortedTxn]]:
+class Replayed(NamedTuple):
+    state: ProducerState
+    aborted: list[ie.AbortedTxn]
+    log_end: int | None  # segment.log_end_offset's, from the same pass
+    # per segment base offset, per offset asked for: the records of its batches ending at
+    # or past it (clean_round's count of the dirty range, from the same pass)
+    records_from: dict[int, dict[int, int]]
+
+
+def replay(part: PartitionDir, count_from: tuple[int, ...] = ()) -> Replayed:
     """Producer state at the log end and every aborted transaction, from the log itself and
     the `.txnindex` entries it admits (the broker's cleaner reads only those: an earlier
-    round's entry keeps the original first offset of data it removed)."""
+    round's entry keeps the original first offset of data it removed). From the same pass,
+    what would each take one more over every batch: the log end offset, and per segment the
+    records ending at or past each offset of `count_from` (where the dirty range may
+    start)."""
     st = ProducerState()
     aborted: list[ie.AbortedTxn] = []
+    log_end = None
+    records_from: dict[int, dict[int, int]] = {}
     for seg in part.segments:
         markers = []
+        counts = records_from[seg.base_offset] = dict.fromkeys(count_from, 0)
         for _p, b in seg.batches():
+            log_end = b.last_offset + 1
+            for at in counts:
+                if b.last_offset >= at:
+                    counts[at] += b.count if b.magic == 2 else 1
             try:
                 m = st.append_batch(b)
             except CorruptDataError:
@@ -106,15 +126,35 @@ def replay(part: PartitionDir) -> tuple[ProducerState, list[ie.AbortedTxn]]:
             if m is not None:
                 markers.append(m)
         aborted.extend(reconcile_txn_entries(markers, txn_on_disk(seg)))
-    return st, aborted
+    return Replayed(st, aborted, log_end, records_from)
+
+
+def dirty_records(part: PartitionDir, rng: CleanRange,
+                  records_from: dict[int, dict[int, int]] | None = None) -> int:
+    """The records of the batches in the round's range: what the offset map is sized for.
+    From replay's counts when they hold rng.first_dirty (the range ends at a segment's
+    base), else by a pass over the batches."""
+    if records_from is not None and all(rng.first_dirty in records_from.get(s.base_offset, ())
+                                        for s in part.segments):
+        return sum(records_from[s.base_offset][rng.first_dirty] for s in part.segments
+                   if s.base_offset < rng.first_uncleanable)
+    expected = 0
+    for s in part.segments:
+        log_path = s.log_path
+        for pos, b in s.batches():
+            with locating(log_path, pos):
+                if b.last_offset >= rng.first_dirty and b.base_offset < rng.first_uncleanable:
+                    expected += b.count if b.magic == 2 else 1
+    return expected
 
 
 def cleanable_range(part: PartitionDir, checkpoint: int | None, log_start: int,
                     high_watermark: int | None, state: ProducerState, now: int,
-                    cfg: CleanerConfig) -> CleanRange:
-    """`high_watermark` None means the log end (a quiesced copy with no checkpoint)."""
+                    cfg: CleanerConfig, log_end: int | None = None) -> CleanRange:
+    """`high_watermark` None means the log end (a quiesced copy with no checkpoint);
+    `log_end`: replay's, else read here."""
     segs = part.segments
-    leo = log_end_offset(segs)
+    leo = log_end if log_end is not None else log_end_offset(segs)
     leo = leo if leo is not None else segs[-1].base_offset
     high_watermark = leo if high_watermark is None else min(high_watermark, leo)
     reset = False
@@ -420,14 +460,10 @@ def _rebuild(b: Batch, kept: list[tuple[int, int, bytes | None, bytes | None, li
 
 def clean_round(part: PartitionDir, rng: CleanRange, cfg: CleanerConfig, now: int,
                 state: ProducerState, aborted: list[ie.AbortedTxn], quarantine: Quarantine | None,
-                *, dry_run: bool = False, fsync: bool = True) -> RoundResult:
-    expected = 0
-    for s in part.segments:
-        log_path = s.log_path
-        for pos, b in s.batches():
-            with locating(log_path, pos):
-                if b.last_offset >= rng.first_dirty and b.base_offset < rng.first_uncleanable:
-                    expected += b.count if b.magic == 2 else 1
+                *, dry_run: bool = False, fsync: bool = True,
+                records_from: dict[int, dict[int, int]] | None = None) -> RoundResult:
+    """`records_from`: replay's counts (see dirty_records)."""
+    expected = dirty_records(part, rng, records_from)
     memos: Memos = {}
     m, end, full = build_offset_map(part, rng, aborted, cfg, expected, memos)
     res = RoundResult(end, map_full=full)
