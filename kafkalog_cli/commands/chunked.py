@@ -26,7 +26,7 @@ FEW = 64  # up to this many items, one each: their overhead is small
 
 
 def _size(part: Any) -> int:
-    return int(getattr(part, "log_bytes", 0))  # every format's partition has it
+    return parallel.item_bytes(part) or 0  # every format's partition has log_bytes
 
 
 def chunks(items: Sequence[T], size: Callable[[T], int] = _size) -> list[list[T]]:

@@ -1,8 +1,8 @@
 """-j/--jobs: every command that walks partitions prints, byte for byte and in order, what
 -j 1 prints (stdout, stderr, exit code), and a mutating one leaves the same bytes on disk
 and in its quarantine; Ctrl-C and a closed stdout stop every worker; the mechanism
-(commands/parallel.py) keeps order, spills big outputs and raises a worker's error after
-its output."""
+(commands/parallel.py, commands/workers.py) keeps order, spills big outputs and raises a
+worker's error after its output."""
 
 import os
 import shutil
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog_cli.commands import parallel
+from kafkalog_cli.commands import parallel, workers
 from kafkalog_cli.errors import CorruptDataError, KafkalogError
 from tests.cli.run import run
 from tests.conftest import CORPUS, FIXTURE
@@ -226,10 +226,10 @@ def test_ordered_keeps_order_spills_and_raises_after_the_output(
         tmp_path: Path) -> None:
     # direct: capfd's files are fds, which workers write at their turn; replay: the parent
     # writes what workers recorded (as under a progress bar or for a json renderer)
-    monkeypatch.setattr(parallel, "SPILL", 1000)  # the forked workers inherit it
-    monkeypatch.setattr(parallel, "_BATCH", 500)
+    monkeypatch.setattr(workers, "SPILL", 1000)  # the forked workers inherit it
+    monkeypatch.setattr(workers, "_BATCH", 500)
     if mode == "replay":
-        monkeypatch.setattr(parallel, "_direct_fds", lambda renderer: None)
+        monkeypatch.setattr(workers, "_direct_fds", lambda renderer: None)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     items = [3000, 5, 0, 2500, 1, 7, 9]
     want_out = "".join(f"{n}:{i}\n" for n in items[:6] for i in range(n))
@@ -256,9 +256,9 @@ def _interleaved(n: int) -> int:
 
 _ORDER_SCRIPT = """
 import sys
-from kafkalog_cli.commands import parallel
+from kafkalog_cli.commands import parallel, workers
 from tests.cli.test_jobs import _interleaved
-parallel.SPILL = 4096
+workers.SPILL = 4096
 for v in parallel.ordered(list(range(int(sys.argv[1]))), _interleaved, 2):
     sys.stdout.write(f"value {v}\\n")
 """
@@ -286,7 +286,7 @@ def test_appending_to_a_file_gives_what_one_job_gives(big: Path, tmp_path: Path)
                             "--records", "-j", jobs], stdout=f, check=True, timeout=300)
         outs.append(dest.read_bytes())
     assert outs[0] == outs[1]
-    assert outs[0].startswith(b"before\nDumping ") and len(outs[0]) > 4 * parallel.SPILL
+    assert outs[0].startswith(b"before\nDumping ") and len(outs[0]) > 4 * workers.SPILL
 
 
 def test_one_job_runs_in_this_process() -> None:
@@ -312,9 +312,9 @@ def _sized_parts(tmp_path: Path, sizes: list[int]) -> list:  # type: ignore[type
 
 def test_the_last_window_goes_to_workers_biggest_first(tmp_path: Path) -> None:
     parts = _sized_parts(tmp_path, [5, 1, 9, 2, 7, 3])
-    assert parallel._dispatch_order(parts, 4) == [0, 1, 2, 4, 5, 3]
-    assert parallel._dispatch_order(parts, 8) == [2, 4, 0, 5, 3, 1]
-    assert parallel._dispatch_order(list(range(6)), 4) == list(range(6))  # no sizes: as given
+    assert workers._dispatch_order(parts, 4) == [0, 1, 2, 4, 5, 3]
+    assert workers._dispatch_order(parts, 8) == [2, 4, 0, 5, 3, 1]
+    assert workers._dispatch_order(list(range(6)), 4) == list(range(6))  # no sizes: as given
     # the consumer still gets them in order, from workers
     got = list(parallel.ordered(parts, lambda part: part.path.name, 2))
     assert got == [f"t-{p}" for p in range(6)]
@@ -375,7 +375,7 @@ def test_a_partition_named_twice_is_rebuilt_twice_in_turn(
 def test_every_item_at_once_biggest_first_when_small(tmp_path: Path) -> None:
     parts = _sized_parts(tmp_path, [5, 1, 9, 2, 7, 3])
     # runs of partitions (commands/chunked.py) by their sum
-    assert parallel._dispatch_order([parts[:2], parts[2:4], parts[4:]], 3) == [1, 2, 0]
+    assert workers._dispatch_order([parts[:2], parts[2:4], parts[4:]], 3) == [1, 2, 0]
     got = list(parallel.ordered(parts, lambda part: (part.path.name, os.getpid()), 2,
                                 small=True))
     assert [name for name, _ in got] == [f"t-{p}" for p in range(6)]
@@ -400,20 +400,20 @@ def test_a_worker_that_dies_ends_the_run_with_one_error_not_a_hang() -> None:
 def test_work_for_workers_all_dead_is_an_error_not_stdouts_reader_gone() -> None:
     # the task pipe's EPIPE must not pass for a closed stdout (a quiet exit 0)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
-    workers = parallel._Workers(2, mask)
+    pool = workers._Workers(2, mask)
     try:
-        for pid in list(workers._pids.values()):
+        for pid in list(pool._pids.values()):
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         with pytest.raises(KafkalogError, match="every worker process died"):
-            workers.submit(0)
+            pool.submit(0)
     finally:
-        workers.kill()
+        pool.kill()
 
 
 HELD_THEN_CLOSED = """
 import os, sys, time
-from kafkalog_cli.commands import parallel
+from kafkalog_cli.commands import parallel, workers
 r, w = os.pipe()
 os.close(r)
 os.dup2(w, 1)  # stdout: a pipe whose reader is gone
@@ -421,7 +421,7 @@ os.dup2(w, 1)  # stdout: a pipe whose reader is gone
 def work(i):
     if i == 1:
         print("x" * 10, flush=True)  # held: item 0 has the turn
-        while parallel._turn_now() < 1:  # the turn comes while this item still works
+        while workers._turn_now() < 1:  # the turn comes while this item still works
             time.sleep(0.01)
     else:
         time.sleep(0.3)

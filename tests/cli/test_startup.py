@@ -20,7 +20,8 @@ NOT_FOR_READING = (
     "kafkalog_cli.storage.formats.kafka07.migrate",
     "kafkalog_cli.storage.formats.kafka07.recovery",
     "kafkalog_cli.storage.maintenance.recovery",
-    "multiprocessing",  # never: -j forks its workers itself (commands/parallel.py)
+    "multiprocessing",  # never: -j forks its workers itself (commands/workers.py)
+    "kafkalog_cli.commands.workers",  # -j 1: no workers
     "pickle",  # -j 1: only workers hand results over
     "click.shell_completion",  # only under the shell's _KAFKALOG_COMPLETE
 )
