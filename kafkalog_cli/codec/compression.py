@@ -21,9 +21,12 @@ Decompression is bounded by `max_size` so that a hostile file cannot exhaust mem
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import struct
 import zlib
+from collections.abc import Callable
 from typing import Any, Final, Protocol, cast
 
 from kafkalog_cli.errors import CodecUnavailable, CorruptBatch, DecompressionLimit
@@ -61,42 +64,29 @@ def name(codec: int) -> str:
 
 
 _PURE: Final = os.environ.get("KAFKALOG_PURE") == "1"
-_unset: Final[Any] = object()
-_fast: Any = _unset
-_isal: Any = _unset
 
 
-def _fast_module() -> Any:
-    """kafkalog_cli/_speedups/fastinflate.pyx, the snappy and lz4 frame walks compiled, or None.
-
-    It returns None for anything it does not decode cleanly, and the pure functions below (its
-    specification, tested equal) then raise with their messages. KAFKALOG_PURE=1 skips it.
-    Imported on first use: it brings cramjam, which a run without snappy or lz4 need not load."""
-    global _fast
-    if _fast is _unset:
-        _fast = None
-        if not _PURE:
-            try:
-                import kafkalog_cli._speedups.fastinflate as fast
-                _fast = fast
-            except ImportError:  # not built, or cramjam missing
-                pass
-    return _fast
+def _optional(module: str) -> Callable[[], Any]:
+    """A loader of an optional accelerator: `module`, imported on the first call (a run that
+    needs no such codec does not pay for it), or None when it is missing (not installed, not
+    built) or KAFKALOG_PURE=1."""
+    @functools.cache
+    def load() -> Any:
+        if _PURE:
+            return None
+        try:
+            return importlib.import_module(module)
+        except ImportError:
+            return None
+    return load
 
 
-def _isal_zlib() -> Any:
-    """isal.isal_zlib (python-isal), zlib's API inflating 2-3x faster, or None; KAFKALOG_PURE=1
-    keeps zlib. Imported on first use (10 ms)."""
-    global _isal
-    if _isal is _unset:
-        _isal = None
-        if not _PURE:
-            try:
-                from isal import isal_zlib
-                _isal = isal_zlib
-            except ImportError:
-                pass
-    return _isal
+# kafkalog_cli/_speedups/fastinflate.pyx, the snappy and lz4 frame walks compiled (it brings
+# cramjam). It returns None for anything it does not decode cleanly, and the pure functions
+# below (its specification, tested equal) then raise with their messages.
+_fast_module = _optional("kafkalog_cli._speedups.fastinflate")
+# python-isal's zlib API, inflating 2-3x faster than zlib (10 ms to import)
+_isal_zlib = _optional("isal.isal_zlib")
 
 
 def decompress(codec: int, data: bytes | memoryview, *,
@@ -106,11 +96,11 @@ def decompress(codec: int, data: bytes | memoryview, *,
         return _gunzip(data, max_size)
     out: bytes | None
     if codec == SNAPPY:
-        fast = _fast if _fast is not _unset else _fast_module()
+        fast = _fast_module()
         out = None if fast is None else fast.unsnappy(data, max_size)
         return _unsnappy(data, max_size) if out is None else out
     if codec == LZ4:
-        fast = _fast if _fast is not _unset else _fast_module()
+        fast = _fast_module()
         out = None if fast is None else fast.unlz4(data, max_size, legacy_lz4)
         return _unlz4(data, max_size, legacy_lz4) if out is None else out
     if codec == ZSTD:
