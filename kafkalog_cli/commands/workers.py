@@ -532,8 +532,7 @@ class _Workers:
             except BlockingIOError:
                 self._pump(room=True)
             except BrokenPipeError:  # no worker left to read it; not stdout's reader gone
-                raise KafkalogError("-j: every worker process died (killed, or out of "
-                                    "memory?); the run is incomplete") from None
+                raise _died("every worker process") from None
 
     def result(self, i: int) -> tuple[Any, Any, Any]:
         """Item i's (held output, value, error), waiting for it."""
@@ -556,8 +555,7 @@ class _Workers:
                 continue  # room, or no reader left: the next write tells
             chunk = os.read(fd, 1 << 20)
             if not chunk:  # a worker leaves only once the task pipe is closed
-                raise KafkalogError(f"-j: worker process {self._pids[fd]} died (killed, "
-                                    "or out of memory?); the run is incomplete")
+                raise _died(f"worker process {self._pids[fd]}")
             buf = self._bufs[fd]
             buf += chunk
             while len(buf) >= 8:
@@ -591,6 +589,10 @@ class _Workers:
                 os.waitpid(pid, 0)
             os.close(fd)
         self._pids = {}
+
+
+def _died(who: str) -> KafkalogError:
+    return KafkalogError(f"-j: {who} died (killed, or out of memory?); the run is incomplete")
 
 
 @contextlib.contextmanager
