@@ -99,6 +99,8 @@ def gen(tmp: Path, seed: int, **kw) -> Path:
         args += ["--codec", c]
     if kw.get("transactions", rng.random() < 0.6):
         args.append("--transactions")
+    if "magic" in kw:
+        args += ["--magic", str(kw["magic"])]
     assert run(*args).code == 0
     return tmp
 
@@ -420,7 +422,8 @@ def test_a_compact_that_fails_before_its_swap_leaves_the_log_as_it_was(tmp_path,
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_replay_counts_what_the_passes_of_their_own_count(tmp_path, seed):
+@pytest.mark.parametrize("magic", [2, 1])
+def test_replay_counts_what_the_passes_of_their_own_count(tmp_path, seed, magic):
     """compact takes the log end and the dirty range's record count (the map's size) from
     replay's one pass: equal to what log_end_offset and a pass of their own over the
     batches give, for a dirty range from the log start, from a checkpoint inside a segment,
@@ -430,7 +433,8 @@ def test_replay_counts_what_the_passes_of_their_own_count(tmp_path, seed):
     from kafkalog_cli.storage.maintenance import compaction as c
 
     part = open_target(gen(tmp_path / "ld", seed, records=1200, segment_bytes=4000,
-                           transactions=seed % 2 == 0) / "demo-0").partition
+                           transactions=magic == 2 and seed % 2 == 0, magic=magic)
+                       / "demo-0").partition
     assert len(part.segments) > 2
     start = part.segments[0].base_offset
     leo = log_end_offset(part.segments)
@@ -448,3 +452,18 @@ def test_replay_counts_what_the_passes_of_their_own_count(tmp_path, seed):
         assert all(rng.first_dirty in counts[s.base_offset] for s in part.segments)
         checked += passed > 0
     assert checked >= 3
+
+
+def test_legacy_compressed_wrappers_size_the_map_for_their_inner_records(tmp_path):
+    """The offset map is sized for the dirty range's records. A compressed magic-1 wrapper
+    holds many: counted as one, the map filled after ~50 keys and 300 keys took 78 rounds,
+    each "map full", where the broker's map (dedupe buffer) takes them in one."""
+    ld = tmp_path / "ld"
+    assert run("generate", ld, "--magic", "1", "--codec", "gzip", "--records", "3000",
+               "--batch-records", "20", "--keys", "300", "--segment-bytes", "20000").code == 0
+    r = run("compact", ld / "demo-0", "--force", "--now", NOW, "--no-quarantine",
+            "--format", "json")
+    assert r.code == 0, r.err
+    rounds = json.loads(r.out)["partitions"][0]["rounds"]
+    assert [x["mapFull"] for x in rounds] == [False]
+    assert rounds[0]["recordsOut"] < rounds[0]["recordsIn"]

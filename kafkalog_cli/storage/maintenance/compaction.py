@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kafkalog_cli.codec import compression
 from kafkalog_cli.codec import index_entry as ie
 from kafkalog_cli.codec.batch_v2 import RecordBatch, assemble_batch, encode_batch
 from kafkalog_cli.codec.control import ABORT, COMMIT, parse_control
@@ -114,11 +115,14 @@ def replay(part: PartitionDir, count_from: tuple[int, ...] = ()) -> Replayed:
     for seg in part.segments:
         markers = []
         counts = records_from[seg.base_offset] = dict.fromkeys(count_from, 0)
+        prev_last = seg.base_offset - 1
         for _p, b in seg.batches():
             log_end = b.last_offset + 1
+            n = _records_at_most(b, prev_last)
+            prev_last = b.last_offset
             for at in counts:
                 if b.last_offset >= at:
-                    counts[at] += b.count if b.magic == 2 else 1
+                    counts[at] += n
             try:
                 m = st.append_batch(b)
             except CorruptDataError:
@@ -132,20 +136,35 @@ def replay(part: PartitionDir, count_from: tuple[int, ...] = ()) -> Replayed:
 def dirty_records(part: PartitionDir, rng: CleanRange,
                   records_from: dict[int, dict[int, int]] | None = None) -> int:
     """The records of the batches in the round's range: what the offset map is sized for.
-    From replay's counts when they hold rng.first_dirty (the range ends at a segment's
-    base), else by a pass over the batches."""
-    if records_from is not None and all(rng.first_dirty in records_from.get(s.base_offset, ())
-                                        for s in part.segments):
+    From replay's counts when they hold rng.first_dirty and the range ends at a segment's
+    base (cleanable_range's always do), else by a pass over the batches."""
+    if records_from is not None and \
+            any(s.base_offset == rng.first_uncleanable for s in part.segments) and \
+            all(rng.first_dirty in records_from.get(s.base_offset, ()) for s in part.segments):
         return sum(records_from[s.base_offset][rng.first_dirty] for s in part.segments
                    if s.base_offset < rng.first_uncleanable)
     expected = 0
     for s in part.segments:
         log_path = s.log_path
+        prev_last = s.base_offset - 1
         for pos, b in s.batches():
             with locating(log_path, pos):
                 if b.last_offset >= rng.first_dirty and b.base_offset < rng.first_uncleanable:
-                    expected += b.count if b.magic == 2 else 1
+                    expected += _records_at_most(b, prev_last)
+            prev_last = b.last_offset
     return expected
+
+
+def _records_at_most(b: Batch, prev_last: int) -> int:
+    """How many records batch `b` holds, at most, without inflating it: a v2 batch says; a
+    compressed legacy wrapper's inner messages have offsets above the entry before it
+    (`prev_last`) and up to its own. Never fewer than it holds: a map sized short would
+    fill, and clean in more rounds than the broker's."""
+    if b.magic == 2:
+        return b.count
+    if b.compression == compression.NONE:
+        return 1
+    return max(1, b.last_offset - prev_last)
 
 
 def cleanable_range(part: PartitionDir, checkpoint: int | None, log_start: int,
