@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog_cli.storage.disk import logdir, naming
+from kafkalog_cli.storage.disk import fs, logdir, naming
 from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.segment import Segment
 from tests.conftest import CORPUS
@@ -49,6 +49,26 @@ def test_segment_paths_follow_temp(tmp_path: Path) -> None:
     assert seg == Segment(tmp_path, 42, has_log=True, temp=naming.SWAP)  # paths not compared
 
 
+@pytest.mark.parametrize("directory", [".", "/", "//", "rel/dir", "/abs/dir", "a/./b"])
+def test_a_readers_file_is_the_paths_own_text(directory: str) -> None:
+    """The check opens local files by their text (fs.child): it is what the Path would
+    print, so the findings name the same files."""
+    d = Path(directory)
+    assert fs.child(d, "leader-epoch-checkpoint") == str(d / "leader-epoch-checkpoint")
+    seg = Segment(d, 7, has_log=True)
+    for suffix in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
+        assert seg.file(suffix) == str(seg.path(suffix))
+    seg.temp = naming.CLEANED
+    assert seg.file(naming.LOG) == str(seg.path(naming.LOG))
+    assert seg.file(naming.LOG) is seg.file(naming.LOG)  # made once
+
+
+def test_an_objects_file_stays_a_path() -> None:
+    d = type("Store", (fs.ObjectPath,), {})("/bucket/logs/orders-0")  # as as_path makes one
+    assert fs.is_remote(fs.child(d, "00000000000000000000.log"))
+    assert fs.is_remote(Segment(d, 0).file(naming.INDEX))
+
+
 def test_file_names_parse_the_same_when_cached() -> None:
     for name in ("00000000000000000000.log", "00000000000000000100.snapshot",
                  "00000000000000000007.index.swap", "leader-epoch-checkpoint", "x.tmp", "junk"):
@@ -85,3 +105,25 @@ def test_log_bytes_come_from_the_listing_and_equal_the_files(tmp_path: Path) -> 
     pd = logdir.PartitionDir(tmp_path, None)
     pd.segments = [seg]
     assert pd.log_bytes == 7
+
+
+@pytest.mark.parametrize("relative", [True, False])
+def test_each_partition_dir_is_listed_once_by_the_probes_and_the_scan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relative: bool) -> None:
+    """The 0.7 probe lists every subdir and the current scan reads the same listings; under
+    `.` too, where an entry's own path (`./orders-0`) is not the Path's (`orders-0`)."""
+    from kafkalog_cli.storage import formats
+
+    for n in range(3):
+        d = tmp_path / f"orders-{n}"
+        d.mkdir()
+        (d / "00000000000000000000.log").write_bytes(b"")
+    (tmp_path / naming.RECOVERY_POINT).write_bytes(b"0\n0\n")
+    listed: list[str] = []
+    real = fs.listdir
+    monkeypatch.setattr(fs, "listdir", lambda p: listed.append(str(p)) or real(p))
+    monkeypatch.chdir(tmp_path)
+    t = formats.open_target("." if relative else str(tmp_path))
+    assert sorted(p.key for p in t.partitions()) == [("orders", n) for n in range(3)]
+    assert sorted(listed) == sorted(set(listed))  # none twice
+    assert len(listed) == 4

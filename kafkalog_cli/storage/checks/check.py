@@ -232,7 +232,7 @@ def clean_headers(path: Path, base: int) -> tuple[int, int, int, int, int, int,
     return end, batches, first, last, first_ts, max_ts, codecs  # clean: it ends at its end
 
 
-def check_log_file(path: Path, base: int, f: Findings, opts: CheckOptions,
+def check_log_file(path: fs.FilePath, base: int, f: Findings, opts: CheckOptions,
                    stats: Stats, prev_last: int | None = None,
                    offset_index: OffsetIndex | None = None,
                    time_index: TimeIndex | None = None,
@@ -360,9 +360,10 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
     for n, seg in enumerate(part.segments):
         stats.segments += 1
         is_last = n == len(part.segments) - 1
+        log = seg.file(naming.LOG)
         # index-rebuild refuses a partition holding an interrupted replacement
         fix_index = fix_log if interrupted else \
-            f"kafkalog index-rebuild {shlex.quote(str(seg.log_path))}"
+            f"kafkalog index-rebuild {shlex.quote(str(log))}"
         index_fixes.append((len(f.items), fix_index))
         size = seg.size
         oidx = _read_index(seg, naming.INDEX, f, fix_index) if seg.has_index else None
@@ -384,7 +385,7 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
                       used * (8 if idx is oidx else 12),
                       f"{idx.slot_count - used} zero-filled preallocated slots after {used} "
                       f"entries ({why})", fix=None if is_last else fix_index)
-        s = check_log_file(seg.log_path, seg.base_offset, f,
+        s = check_log_file(log, seg.base_offset, f,
                            shallow if seg.base_offset in validated else opts, stats, last, oidx,
                            tidx, fix_log, fix_index)
         summaries.append(s)
@@ -469,7 +470,7 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
     bases = {s.base_offset for s in part.segments}
     last_base = part.segments[-1].base_offset if part.segments else -1
     for off in part.snapshots:
-        p = pdir / naming.segment_file_name(off, naming.SNAPSHOT)
+        p = fs.child(pdir, naming.segment_file_name(off, naming.SNAPSHOT))
         try:
             decode_snapshot(read_small(p))
         except CorruptDataError as e:
@@ -487,12 +488,13 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
         else:
             f.add(INFO, "KRAFT_SNAPSHOT_TEMP", p, None, "in-progress or deleted KRaft snapshot")
     if part.has(naming.LEADER_EPOCH):
-        _check_leader_epochs(pdir / naming.LEADER_EPOCH, f, leo, summaries, fix_recover)
+        _check_leader_epochs(fs.child(pdir, naming.LEADER_EPOCH), f, leo, summaries,
+                             fix_recover)
     if part.has(naming.PARTITION_METADATA):
-        _check_partition_metadata(pdir / naming.PARTITION_METADATA, f)
+        _check_partition_metadata(fs.child(pdir, naming.PARTITION_METADATA), f)
 
 
-def _check_leader_epochs(p: Path, f: Findings, leo: int | None,
+def _check_leader_epochs(p: fs.FilePath, f: Findings, leo: int | None,
                          summaries: list[SegmentSummary], fix: str) -> None:
     try:
         entries = parse_leader_epochs(read_small(p))
@@ -519,7 +521,7 @@ def _check_leader_epochs(p: Path, f: Findings, leo: int | None,
                 break
 
 
-def _check_partition_metadata(p: Path, f: Findings) -> None:
+def _check_partition_metadata(p: fs.FilePath, f: Findings) -> None:
     try:
         text = read_small(p).decode("utf-8")  # its lines split as read_text's would
     except (OSError, UnicodeDecodeError) as e:

@@ -103,7 +103,7 @@ def read_regular(path: Path) -> bytes:
         os.close(fd)
 
 
-def read_small(path: Path) -> bytes:
+def read_small(path: fs.FilePath) -> bytes:
     """A small file's bytes as `path.read_bytes()` gives them, with the same errors, without
     a buffered file object (three of them a partition were a tenth of `verify`'s time on many
     small partitions)."""

@@ -22,11 +22,14 @@ import os
 import re
 import stat as stat_mod
 from pathlib import Path, PosixPath
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from kafkalog_cli.errors import LogDirIOError, UsageError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+# a file to open or stat: a local file's text, or a Path (always, for an object)
+FilePath = Path | str
 SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
 
 
@@ -41,7 +44,7 @@ def is_url(path: object) -> bool:
     return isinstance(path, ObjectPath) or (isinstance(path, str) and bool(_URL.match(path)))
 
 
-def is_remote(path: object) -> bool:
+def is_remote(path: object) -> TypeGuard[ObjectPath]:
     return isinstance(path, ObjectPath)
 
 
@@ -288,7 +291,17 @@ def listdir(path: Path | str) -> list[Any]:
     return sorted(out, key=_NAME)
 
 
-def size(path: Path) -> int:
+def child(directory: Path, name: str) -> FilePath:
+    """`directory / name` as the cheapest thing that opens it: its text for a local file
+    (building a Path cost more than reading a small partition's index), the Path for an
+    object. The text is the Path's own: `str(directory / name)`."""
+    if isinstance(directory, ObjectPath):
+        return directory / name
+    d = str(directory)
+    return name if d == "." else os.path.join(d, name)
+
+
+def size(path: FilePath) -> int:
     return os.stat(path).st_size if not isinstance(path, ObjectPath) else path.stat().st_size
 
 
@@ -339,7 +352,7 @@ class RemoteFile(io.RawIOBase):
         super().close()
 
 
-def open_binary(path: Path) -> Any:
+def open_binary(path: FilePath) -> Any:
     """Open for reading, unbuffered: `open(path, "rb", buffering=0)` locally, a RemoteFile
     for a URL. OSError (FileNotFoundError) as open() raises them."""
     if not isinstance(path, ObjectPath):
@@ -358,7 +371,7 @@ def file_size(f: Any) -> int:
 class Ranges:
     """pread on a file held open: os.pread on a descriptor locally, read_at for a URL."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: FilePath) -> None:
         self.path = path
         self.size: int
         self._remote: RemoteFile | None = None
@@ -384,6 +397,6 @@ class Ranges:
             self._fd = -1
 
 
-def open_ranges(path: Path) -> Ranges:
+def open_ranges(path: FilePath) -> Ranges:
     return Ranges(path)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import struct
 import weakref
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Self
 
 from kafkalog_cli.codec import index_entry as ie
@@ -25,7 +24,7 @@ class _EntryFile:
     """The whole slots of an index file, read in blocks through a descriptor held open with
     the object (a file removed meanwhile stays readable). One block is kept."""
 
-    def __init__(self, path: Path, entry: struct.Struct) -> None:
+    def __init__(self, path: fs.FilePath, entry: struct.Struct) -> None:
         self.path = path
         self.entry = entry
         ranges = fs.open_ranges(path)  # a descriptor locally, ranged reads for a URL
@@ -137,7 +136,7 @@ class _SparseIndex:
     REL_POS: int  # where in a slot its relative offset sits (0 ends the entries)
     REL_FIRST: bool  # whether that relative offset is the slot's first field
 
-    def __init__(self, path: Path, base_offset: int) -> None:
+    def __init__(self, path: fs.FilePath, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
         self._f = _EntryFile(path, self.ENTRY)
@@ -147,7 +146,7 @@ class _SparseIndex:
         self.entries = IndexEntries(self._f, self.used, base_offset, rel_first=self.REL_FIRST)
 
     @classmethod
-    def read(cls, path: Path, base_offset: int) -> Self:
+    def read(cls, path: fs.FilePath, base_offset: int) -> Self:
         return cls(path, base_offset)
 
     @property
@@ -215,14 +214,14 @@ class TxnIndex:
     """Aborted transactions; entries are read while 34 bytes remain (a partial trailing
     entry is ignored, as Kafka does)."""
 
-    def __init__(self, path: Path, base_offset: int) -> None:
+    def __init__(self, path: fs.FilePath, base_offset: int) -> None:
         self.path = path
         self.base_offset = base_offset
         self._f = _EntryFile(path, ie.TXN_ENTRY)
         self.file_size = self._f.size
 
     @classmethod
-    def read(cls, path: Path, base_offset: int) -> TxnIndex:
+    def read(cls, path: fs.FilePath, base_offset: int) -> TxnIndex:
         return cls(path, base_offset)
 
     @property

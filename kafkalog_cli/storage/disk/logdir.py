@@ -153,7 +153,7 @@ def listings_shared() -> Iterator[None]:
         _listed = outer
 
 
-def listdir(path: Path | str) -> list[os.DirEntry[str]]:
+def listdir(path: fs.FilePath) -> list[os.DirEntry[str]]:
     """`path`'s entries by name; shared by its text (hashing a Path costs more than listing
     a small dir), a str where the caller has no Path."""
     listed = _listed

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from kafkalog_cli.errors import LogDirIOError
+from kafkalog_cli.storage.disk import fs
 from kafkalog_cli.storage.disk.logdir import listdir
 
 SUFFIX: Final = ".kafka"
@@ -187,12 +188,13 @@ def find_target(path: str | Path) -> Target07 | None:
     if _holds_v07(entries):
         return Target07(p, "partition", [scan_partition(p)])
     # every subdir is listed (the current format's scan reads the same listings, shared;
-    # by their text: a Path built and hashed per dir cost more than the listing)
+    # by their text, the Path's own: a Path built and hashed per dir cost more than the
+    # listing, and `./x`, an entry's path under `.`, is not the Path's `x`)
     kinds: list[tuple[os.DirEntry[str], list[os.DirEntry[str]], bool]] = []
     for e in entries:
         if _entry_is(e, "dir"):
             try:
-                sub = listdir(e.path)
+                sub = listdir(fs.child(p, e.name))
             except LogDirIOError:
                 continue
             kinds.append((e, sub, _holds_v07(sub)))
