@@ -339,7 +339,7 @@ def check_partition(part: PartitionDir, f: Findings, opts: CheckOptions, stats: 
     when `part` holds only some of the partition's segments. `validated`: base offsets of
     segments whose every batch recover has just passed through the same rules
     (batch_rules.py), whose records need not be decoded again."""
-    shallow = replace(opts, shallow=True)
+    shallow = replace(opts, shallow=True) if validated else opts  # only for `validated`
     stats.partitions += 1
     pdir = part.path
     start = len(f.items)

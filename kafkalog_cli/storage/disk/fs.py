@@ -297,8 +297,10 @@ def child(directory: Path, name: str) -> FilePath:
     object. The text is the Path's own: `str(directory / name)`."""
     if isinstance(directory, ObjectPath):
         return directory / name
-    d = str(directory)
-    return name if d == "." else os.path.join(d, name)
+    d = str(directory)  # a Path's text: normalised, so only "/" and "//" end in a slash
+    if d == ".":
+        return name
+    return d + name if d[-1] == "/" else d + "/" + name
 
 
 def size(path: FilePath) -> int:
