@@ -215,7 +215,7 @@ class _TimeIndexWalk:
                        found=last_ts, fix=self.fix)
 
 
-def clean_headers(path: Path, base: int) -> tuple[int, int, int, int, int, int,
+def clean_headers(path: fs.FilePath, base: int) -> tuple[int, int, int, int, int, int,
                                                   list[str]] | None:
     """A segment's batch headers in one compiled call, for `info`: (file bytes, batches,
     first offset, last offset, first max timestamp >= 0, largest max timestamp, codec names;

@@ -94,7 +94,7 @@ def partition_info(part: PartitionDir, bases: set[int] | None = None) -> Partiti
     info = PartitionInfo(part.topic, part.partition, str(part.path), len(segments),
                          state=part.state)
     for seg in segments:
-        fast = clean_headers(seg.log_path, seg.base_offset)
+        fast = clean_headers(seg.file(naming.LOG), seg.base_offset)
         if fast is not None:  # a clean v2 segment: the same values, ~10x sooner
             size, batches, first, last, first_ts, max_ts, codecs = fast
             info.bytes += size
