@@ -10,7 +10,6 @@ from typing import Any, TypeVar
 from kafkalog_cli.output.console import warn
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, open_target
 from kafkalog_cli.storage.formats.current import segment_target
-from kafkalog_cli.storage.maintenance import guard
 
 T = TypeVar("T")
 
@@ -43,6 +42,8 @@ def runs(targets: list[T], joins: Callable[[T], bool]) -> list[list[T]]:
 
 def lock_dirs(parts: list[PartitionDir], stack: ExitStack, **kw: Any) -> list[PartitionDir]:
     """storage's lock_dirs, a dry run's warning on stderr."""
+    from kafkalog_cli.storage.maintenance import guard  # commands that change a dir only
+
     return guard.lock_dirs(parts, stack, warn=warn, **kw)
 
 

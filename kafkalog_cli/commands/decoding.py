@@ -11,17 +11,20 @@ decode never stops the dump.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import orjson
 
-from kafkalog_cli.codec.internal import KINDS, TOPICS, Decoder, kafka_view, kind_for_topic
-from kafkalog_cli.codec.internal.metadata import decode_control
+from kafkalog_cli.codec.internal import KIND_NAMES, TOPICS, kind_for_topic
 from kafkalog_cli.errors import CorruptDataError
 
+if TYPE_CHECKING:
+    from kafkalog_cli.codec.internal.decoders import Decoder
+
+# the decoders (and orjson) load when a record is decoded: a `dump` of other topics, most of
+# them, never does
 F = TypeVar("F", bound=Callable[..., Any])
-CHOICES = ("auto", "none", *KINDS)
+CHOICES = ("auto", "none", *KIND_NAMES)
 Row = dict[str, Any]
 
 
@@ -43,17 +46,23 @@ class Decoding:
 
     @property
     def forced(self) -> bool:
-        return self.mode in KINDS
+        return self.mode in KIND_NAMES
 
     def for_topic(self, topic: str, kraft_snapshot: bool = False) -> tuple[str, Decoder] | None:
         if self.mode == "none":
             return None
         kind = self.mode if self.forced else \
             "metadata" if kraft_snapshot else kind_for_topic(topic)
-        return None if kind is None else (kind, KINDS[kind])
+        if kind is None:
+            return None
+        from kafkalog_cli.codec.internal.decoders import KINDS
+
+        return kind, KINDS[kind]
 
     def record(self, row: Row, decoder: tuple[str, Decoder], key: bytes | None,
                value: bytes | None) -> None:
+        from kafkalog_cli.codec.internal.decoders import kafka_view
+
         kind, fn = decoder
         try:
             decoded = fn(key, value)
@@ -65,6 +74,8 @@ class Decoding:
         ctl = row.get("control")
         if not isinstance(ctl, dict) or "error" in ctl:
             return
+        from kafkalog_cli.codec.internal.metadata import decode_control
+
         try:
             found = decode_control(control_type, value)
         except CorruptDataError as e:
@@ -75,6 +86,8 @@ class Decoding:
 
 
 def _json(v: Any) -> str:
+    import orjson
+
     return orjson.dumps(v).decode("utf-8")
 
 

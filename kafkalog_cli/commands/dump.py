@@ -275,8 +275,6 @@ def record_writer(fmt: str, payload: str, print_data: bool) -> RecordWriter | No
         from kafkalog_cli._speedups.fastcodec import records_jsonl, records_text
     except ImportError:
         return None
-    import orjson
-
     mode = {"utf8": 0, "base64": 1, "hex": 2}[payload]
     types: dict[str, bytes] = {}
 
@@ -288,6 +286,8 @@ def record_writer(fmt: str, payload: str, print_data: bool) -> RecordWriter | No
             return records_text(recs, t, mode, print_data)
 
         return text
+
+    import orjson
 
     prefixes: dict[tuple[str, int], bytes] = {}
 

@@ -24,6 +24,10 @@ NOT_FOR_READING = (
     "kafkalog_cli.commands.workers",  # -j 1: no workers
     "pickle",  # -j 1: only workers hand results over
     "click.shell_completion",  # only under the shell's _KAFKALOG_COMPLETE
+    "kafkalog_cli.storage.maintenance.quarantine",  # and the lock: commands that change dirs
+    "orjson", "csv",  # text output: only JSON and CSV need them
+    "shutil",  # only writes copy files
+    "kafkalog_cli.codec.internal.decoders",  # dump: only records of internal topics
 )
 
 PROBE = """

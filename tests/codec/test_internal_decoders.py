@@ -35,7 +35,8 @@ from kafka.protocol.old.types import (
 )
 
 from kafkalog_cli.codec.control import parse_control
-from kafkalog_cli.codec.internal import KINDS, TOPICS, groups, metadata, share, txnlog
+from kafkalog_cli.codec.internal import KIND_NAMES, TOPICS, groups, metadata, share, txnlog
+from kafkalog_cli.codec.internal.decoders import KINDS
 from kafkalog_cli.codec.internal.schema import (
     Struct,
     UnknownRecordType,
@@ -431,6 +432,13 @@ def test_share_group_state_snapshot_update_and_tombstone():
     with pytest.raises(UnknownRecordType, match="Unknown record type 2"):
         share.decode(Int16.encode(2) + key[2:], None)
     assert TOPICS["__share_group_state"] == "share" and KINDS["share"] is share.decode
+
+
+def test_the_packages_names_are_the_decoders():
+    """`dump`'s --decode choices come from the package's names, without loading a decoder:
+    each name has its decoder, each decoder its name, each topic's kind is one of them."""
+    assert tuple(KINDS) == KIND_NAMES
+    assert set(TOPICS.values()) == set(KIND_NAMES)
 
 
 def test_transaction_log_value_next_producer_epoch():

@@ -25,7 +25,8 @@ import kafka_specs as ks
 import pytest
 from kafkalog_run import parse_jsonl, run_kafkalog
 
-from kafkalog_cli.codec.internal import SPECS, metadata
+from kafkalog_cli.codec.internal import metadata
+from kafkalog_cli.codec.internal.decoders import SPECS
 from kafkalog_cli.codec.internal.schema import (
     EMPTY_STRUCT,
     MAX_VERSION,

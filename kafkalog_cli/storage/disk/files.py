@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -76,6 +75,8 @@ def atomic_write(path: Path, data: bytes | BinaryIO, *, root: Path,
             if isinstance(data, bytes):
                 f.write(data)
             else:
+                import shutil  # a write path's: reading runs never load it
+
                 shutil.copyfileobj(data, f)
             f.flush()
             if fsync:
