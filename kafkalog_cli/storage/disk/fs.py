@@ -27,10 +27,9 @@ from typing import Any, ClassVar, TypeGuard
 from kafkalog_cli.errors import LogDirIOError, UsageError
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-
-# a file to open or stat: a local file's text, or a Path (always, for an object)
-FilePath = Path | str
 SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss")
+# a file to open or stat: a local file's text, or a Path (always, for an object: child())
+FilePath = Path | str
 
 
 def _pafs() -> Any:
