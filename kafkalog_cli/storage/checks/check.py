@@ -584,7 +584,7 @@ def check_log_dir_files(ld: LogDir, f: Findings, leos: dict[tuple[str, int], int
         _check_remote_index_cache(ld.remote_index_cache, f)
 
 
-_REMOTE_INDEX_READERS: dict[str, Callable[[Path, int], OffsetIndex | TimeIndex | TxnIndex]] = {
+_REMOTE_INDEX_READERS: dict[str, Callable[[fs.FilePath, int], OffsetIndex | TimeIndex | TxnIndex]] = {
     naming.INDEX: OffsetIndex.read, naming.TIMEINDEX: TimeIndex.read,
     naming.TXNINDEX: TxnIndex.read}
 

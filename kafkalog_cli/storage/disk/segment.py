@@ -53,7 +53,7 @@ def scan_entries(path: fs.FilePath, framing: Framing[E], start: int = 0, end: in
         report()
 
 
-def scan_after(path: Path, framing: Framing[E], start: int,
+def scan_after(path: fs.FilePath, framing: Framing[E], start: int,
                on_entry: Callable[[E], None] = lambda _e: None) -> tuple[int, bool]:
     """Each whole entry after byte `start` (-1: all) to `on_entry`, skipping damage: what a
     cut at `start` drops besides the bad entry there. How many, and whether the search for
