@@ -15,7 +15,6 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.checkpoint import epoch_order_errors, parse_leader_epochs
@@ -584,7 +583,8 @@ def check_log_dir_files(ld: LogDir, f: Findings, leos: dict[tuple[str, int], int
         _check_remote_index_cache(ld.remote_index_cache, f)
 
 
-_REMOTE_INDEX_READERS: dict[str, Callable[[fs.FilePath, int], OffsetIndex | TimeIndex | TxnIndex]] = {
+_IndexReader = Callable[[fs.FilePath, int], OffsetIndex | TimeIndex | TxnIndex]
+_REMOTE_INDEX_READERS: dict[str, _IndexReader] = {
     naming.INDEX: OffsetIndex.read, naming.TIMEINDEX: TimeIndex.read,
     naming.TXNINDEX: TxnIndex.read}
 
