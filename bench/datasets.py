@@ -8,6 +8,8 @@ broker fills through kafka-python, as bench/conformance_bench.py does); generate
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +55,8 @@ def codec_dirs(work: Path, quick: bool) -> dict[str, Path]:
 # -j scaling data: (codec, MiB) per partition, unequal sizes in no order, so that workers
 # meet short and long items as on a real broker's dir. Uncompressed partitions weigh on
 # index-rebuild (bytes to walk), compressed ones on verify (batches to inflate); at -j 1
-# about 2 s of verify, 1 s of index-rebuild and 10 s of dump --print-data (CPU seconds).
+# about 1.5 s of verify, 1 s of index-rebuild and 9 s of dump --print-data (CPU seconds):
+# results.py times a command that takes under 4 s on hard-linked copies (linked_copies).
 JOBS_PARTS = [("gzip", 10), ("none", 96), ("zstd", 14), ("lz4", 20), ("snappy", 12),
               ("none", 48), ("gzip", 6), ("zstd", 8), ("none", 128), ("lz4", 10),
               ("gzip", 16), ("snappy", 24), ("none", 64), ("zstd", 20), ("gzip", 8),
@@ -61,8 +64,7 @@ JOBS_PARTS = [("gzip", 10), ("none", 96), ("zstd", 14), ("lz4", 20), ("snappy", 
 
 
 def jobs_dir(work: Path, quick: bool) -> Path:
-    """len(JOBS_PARTS) partitions of mixed codecs and sizes, for -j scaling: big enough
-    that the work, not the start-up, is what is timed."""
+    """len(JOBS_PARTS) partitions of mixed codecs and sizes, for -j scaling."""
     d = work / ("jobs-quick" if quick else f"jobs-{len(JOBS_PARTS)}")
     for p, (name, mb) in enumerate(JOBS_PARTS):
         write_segment(d / f"t-{p}" / "00000000000000000000.log",
@@ -99,6 +101,39 @@ def broker_dir(work: Path, size_mib: int) -> tuple[Path | None, str]:
               file=sys.stderr, flush=True)
         conformance_bench.generate(dest, size_mib, conformance_bench._parse_mix(MIX), 256)
     return dest / "logs", ""
+
+
+_PARTITION = re.compile(r"(?P<topic>.+)-(?P<p>[0-9]+)")
+
+
+def linked_copies(d: Path, copies: int) -> Path:
+    """A log dir holding `copies` copies of log dir d's topic partitions: d's own entries,
+    then copy c of partition `topic-p` as `topic.cC-p` (internal `__` topics once). Files are
+    hard links: the same bytes, no more disk, one copy in the page cache. Made once, beside d
+    (`jobs-16-x4`; a broker dir's `logs` under `broker-...-x4`)."""
+    named = d.parent if d.name == "logs" else d
+    dest = named.parent / f"{named.name}-x{copies}"
+    if d.name == "logs":
+        dest = dest / "logs"
+    done = dest.parent / f"{dest.name}.done"
+    if done.exists():
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for entry in sorted(d.iterdir()):
+        if not entry.is_dir():
+            os.link(entry, dest / entry.name)
+            continue
+        m = _PARTITION.fullmatch(entry.name)
+        names = [entry.name]
+        if m is not None and not entry.name.startswith("__"):
+            names += [f"{m['topic']}.c{c}-{m['p']}" for c in range(1, copies)]
+        for name in names:
+            (dest / name).mkdir()
+            for f in entry.iterdir():
+                os.link(f, dest / name / f.name)
+    done.touch()
+    return dest
 
 
 def log_files(dirs: list[Path]) -> list[Path]:

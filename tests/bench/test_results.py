@@ -241,3 +241,38 @@ def test_render_only_turns_an_older_results_json_into_tables(tmp_path: Path) -> 
     assert _rows(got[tables.SPARK])[0][3:7] == ["1.250 (best of 3)", "2.000 (best of 3)",
                                                 "0.62", "—"]
     assert "**Goals: 3 of 5 hold**" in text  # text dump and memory miss; Spark on one CPU holds
+
+
+def test_linked_copies_multiply_a_dirs_partitions_with_the_same_bytes(tmp_path: Path) -> None:
+    """-j scaling's bigger dirs: each topic partition k times under new topic names, files as
+    hard links; an internal topic and the dir's own files once; made once and reused."""
+    import datasets
+
+    d = tmp_path / "broker" / "logs"
+    subprocess.run([sys.executable, "-m", "kafkalog_cli", "generate", str(d), "--topic", "t",
+                    "--partitions", "2", "--records", "50"], check=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True)
+    (d / "__cluster_metadata-0").mkdir()
+    (d / "meta.properties").write_text("version=1\n")
+    got = datasets.linked_copies(d, 3)
+    assert got == tmp_path / "broker-x3" / "logs"
+    names = sorted(p.name for p in got.iterdir())
+    assert names == sorted(["__cluster_metadata-0", "meta.properties", "t-0", "t-1",
+                            "t.c1-0", "t.c1-1", "t.c2-0", "t.c2-1",
+                            *(p.name for p in d.iterdir() if p.is_file() and
+                              p.name != "meta.properties")])
+    for copy in ("t-1", "t.c1-1", "t.c2-1"):
+        for f in (d / "t-1").iterdir():
+            assert (got / copy / f.name).stat().st_ino == f.stat().st_ino
+    def verify(target: Path) -> tuple[int, int]:
+        p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "verify", str(target)],
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                           text=True)
+        m = re.search(r"verified (\d+) partitions, .* (\d+) records", p.stdout + p.stderr)
+        assert m is not None and p.returncode == 0, p.stdout + p.stderr
+        return int(m[1]), int(m[2])
+
+    parts, records = verify(d)
+    assert verify(got) == (1 + 3 * (parts - 1), 3 * records) and records > 0
+    (got / "t.c2-1" / "extra").write_text("")  # made once: a second call keeps the dir
+    assert datasets.linked_copies(d, 3) == got and (got / "t.c2-1" / "extra").exists()
