@@ -263,7 +263,8 @@ def native(r: Run) -> None:
             k = 1 if r.quick else bench_native.shallow_passes(files)
             r.figure(Figure(sec, f"library shallow check, {codec}",
                             "check_log_file shallow (in process)", "crc32c_loop's own timer",
-                            goal=("<=", 1.2), note=f"seconds a pass; {k} passes a run"),
+                            goal=("<=", 1.2),
+                            note=f"seconds a pass; {k} pass{'es' if k > 1 else ''} a run"),
                      lambda f=files, k=k: bench_native._library(f, True, k)[0],
                      lambda n=names, k=k: bench_native._run_json(
                          [str(crc), "--repeat", str(k), *n])["seconds"] / k)
