@@ -7,7 +7,9 @@ Runs alternate (j1, jN, j1, ...) so load from elsewhere hits both alike; medians
 goes to /dev/null (its writing is not what is measured). index-rebuild runs --dry-run: the
 same reading and rebuilding, and the dir stays as it was. The JSON also gives the load
 average before and after (other work on the machine takes cores -j N counts on).
-bench/results.py times COMMANDS itself, on bench/datasets.py's jobs_dir.
+bench/results.py times COMMANDS itself, on bench/datasets.py's jobs_dir and the broker dir,
+or on hard-linked copies of them (datasets.linked_copies) where a -j 1 run is under 4 s;
+this script times the dir it is given as it is.
 """
 
 from __future__ import annotations
