@@ -14,9 +14,11 @@ import io
 import mmap
 import os
 import pickle
+import secrets
 import select
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -58,7 +60,7 @@ class _Held:
             self.mem += data
             return
         if self._file is None:
-            handle, self.path = tempfile.mkstemp(dir=self._dir, suffix=".out")
+            handle, self.path = _spill_file(self._dir, ".out")
             self._file = os.fdopen(handle, "wb")
             self._file.write(self.mem or b"")
             self.mem = None
@@ -89,6 +91,19 @@ class _Held:
                 _copy(f.fileno(), fd, pos, n)
                 pos += n
         os.unlink(self.path)
+
+
+def _spill_file(spill_dir: str, suffix: str) -> tuple[int, str]:
+    """A new file in the run's private temp dir, which the first spill of any worker
+    creates: a run that holds no more than SPILL bytes an item makes nothing outside the
+    log dir (and a killed one leaves nothing behind)."""
+    try:
+        os.mkdir(spill_dir, 0o700)
+    except FileExistsError:  # another worker's: the name is random, so it is ours
+        st = os.lstat(spill_dir)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            raise
+    return tempfile.mkstemp(dir=spill_dir, suffix=suffix)
 
 
 def _write_all(fd: int, data: Any) -> None:
@@ -173,7 +188,7 @@ class _Recording:
         self._size += size
         if self._size >= (_BATCH if self._file else SPILL):
             if self._file is None:
-                fd, self.path = tempfile.mkstemp(dir=self._dir, suffix=".events")
+                fd, self.path = _spill_file(self._dir, ".events")
                 self._file = os.fdopen(fd, "wb")
             pickle.dump(self.events, self._file, pickle.HIGHEST_PROTOCOL)
             self.events, self._size = [], 0
@@ -386,7 +401,8 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     sys.stderr.flush()
     if renderer is not None:
         renderer.out.flush()
-    spill_dir = tempfile.mkdtemp(prefix="kafkalog-jobs-")
+    # made by the first spill, if any (_spill_file); a random name, as mkdtemp's
+    spill_dir = os.path.join(tempfile.gettempdir(), "kafkalog-jobs-" + secrets.token_hex(8))
     _job = (items, work, renderer, spill_dir)
     _TTY[:] = [_isatty(sys.stdout), _isatty(sys.stderr)]
     _FDS = _direct_fds(renderer)

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -230,7 +231,7 @@ def test_ordered_keeps_order_spills_and_raises_after_the_output(
     monkeypatch.setattr(workers, "_BATCH", 500)
     if mode == "replay":
         monkeypatch.setattr(workers, "_direct_fds", lambda renderer: None)
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # gettempdir() caches it
     items = [3000, 5, 0, 2500, 1, 7, 9]
     want_out = "".join(f"{n}:{i}\n" for n in items[:6] for i in range(n))
     want_err = "".join(f"note {n}:{i}\n" for n in items[:6] for i in range(0, n, 1000))
@@ -243,6 +244,34 @@ def test_ordered_keeps_order_spills_and_raises_after_the_output(
     assert (out, err) == (want_out, want_err)
     assert str(e.value) == str(CorruptDataError("bad batch", "/x/00.log", 12))
     assert os.listdir(tmp_path) == []  # the spill dir is gone
+
+
+def _temp_listing(n: int) -> list[str]:
+    sys.stdout.write(f"{n}\n" * n)
+    sys.stdout.flush()  # to the held output: spilled, if past SPILL
+    return os.listdir(tempfile.gettempdir())
+
+
+@pytest.mark.parametrize("mode", ["direct", "replay"])
+def test_a_run_that_holds_little_makes_no_temp_dir(
+        mode: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path) -> None:
+    # the private temp dir is made by the first spill: a run whose items hold less than
+    # SPILL bytes (a mutating command's rows, verify's findings) writes nothing outside
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # gettempdir() caches it
+    if mode == "replay":
+        monkeypatch.setattr(workers, "_direct_fds", lambda renderer: None)
+    items = [400, 300, 200, 100]
+    want = "".join(f"{n}\n" * n for n in items)
+    assert list(parallel.ordered(items, _temp_listing, 2)) == [[]] * 4
+    assert capfd.readouterr().out == want
+    if mode == "replay":  # a recording spills whether or not its item has the turn
+        monkeypatch.setattr(workers, "SPILL", 100)
+        listings = list(parallel.ordered(items, _temp_listing, 2))
+        assert len({name for names in listings for name in names}) == 1
+        assert listings[0][0].startswith("kafkalog-jobs-")
+        assert capfd.readouterr().out == want
+    assert os.listdir(tmp_path) == []
 
 
 def _interleaved(n: int) -> int:
