@@ -34,6 +34,7 @@ from kafkalog_cli.storage.maintenance.compaction import (
 from kafkalog_cli.storage.maintenance.guard import quarantines
 from kafkalog_cli.storage.maintenance.offset_map import ENTRY
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
+from kafkalog_cli.storage.maintenance.retention import remove_deleted
 
 MAX_ROUNDS = 1000
 
@@ -170,6 +171,9 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
                     read_offsets(log_dir / naming.LOG_START).get(key, 0))
     hw_cp = read_offsets(log_dir / naming.REPLICATION).get(key)
     entry: dict[str, Any] = {**partition_fields(part), "rounds": []}
+    if not dry_run:  # a stopped run's `.deleted` files, which a broker's load deletes
+        remove_deleted(part.path, q, older_than_ms=None, log_dir=log_dir,
+                       reason="left by a deletion that did not finish")
     for _ in range(max_rounds):
         # where the dirty range can start: the checkpoint's offset, or the log start
         state, aborted, log_end, records_from = replay(

@@ -21,6 +21,7 @@ Load-time passes, in LogLoader order (KAFKA-6264 explains step b):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,21 @@ SEGMENT_FILE_KINDS = (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDE
 def _rename(src: Path, dst: Path, step: str) -> None:
     crash_point(step + ".before")
     safety.rename(src, dst, src.parent.parent)  # within a partition dir of the log dir
+    crash_point(step + ".after")
+
+
+def to_deleted(p: Path, quarantine: Quarantine | None, log_dir: Path, step: str) -> None:
+    """Rename segment file `p` to `.deleted`. A `.deleted` file of that name already there
+    (an earlier run stopped between its rename and its removal) goes to the quarantine
+    first: the rename would otherwise replace it, and the original bytes it holds with it."""
+    dst = p.with_name(p.name + naming.DELETED)
+    if os.path.lexists(dst):
+        if quarantine is not None:
+            quarantine.remove(dst, "left by a deletion that did not finish")
+        else:
+            safety.unlink(dst, log_dir)
+    crash_point(step + ".before")
+    safety.rename(p, dst, log_dir)
     crash_point(step + ".after")
 
 
@@ -63,7 +79,7 @@ def replace_segments(directory: Path, new_bases: list[int], old_bases: list[int]
         for kind in kinds:
             p = directory / naming.segment_file_name(base, kind)
             if p.exists():
-                _rename(p, p.with_name(p.name + naming.DELETED), "replace.old-to-deleted")
+                to_deleted(p, quarantine, directory.parent, "replace.old-to-deleted")
     for base in sorted(new_bases):
         for p, plain in files(base, naming.SWAP):
             _rename(p, plain, "replace.strip-swap")

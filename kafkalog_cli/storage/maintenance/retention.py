@@ -29,7 +29,7 @@ from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.segment import Segment
 from kafkalog_cli.storage.drills.faults import crash_point
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
-from kafkalog_cli.storage.maintenance.replace import SEGMENT_FILE_KINDS
+from kafkalog_cli.storage.maintenance.replace import to_deleted
 
 
 @dataclass
@@ -146,6 +146,10 @@ def plan_retention(part: PartitionDir, policy: Policy, *, now: int, log_start: i
     return plan
 
 
+# a retired segment's files in the order they become `.deleted` (apply_retention)
+_RETIRED_KINDS = (naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX, naming.SNAPSHOT, naming.LOG)
+
+
 def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delete_now: bool,
                     log_dir: Path, fsync: bool = True) -> None:
     """Roll if needed, move the log start, rename victims to `.deleted`, then remove them
@@ -163,13 +167,13 @@ def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delet
             update_offsets(cp, {plan.part.key: plan.new_log_start}, fsync=fsync)
             crash_point("retain.checkpoint.after")
     for v in plan.victims:
-        paths = [v.segment.path(k) for k in SEGMENT_FILE_KINDS]
-        paths.append(d / naming.segment_file_name(v.segment.base_offset, naming.SNAPSHOT))
-        for p in paths:
+        # the .log last: a run stopped before it leaves a segment whose lost index or
+        # snapshot a broker rebuilds (and the next run retires), never index files or a
+        # snapshot with no .log, which no run would see again
+        for kind in _RETIRED_KINDS:
+            p = d / naming.segment_file_name(v.segment.base_offset, kind)
             if p.exists():
-                crash_point("retain.to-deleted.before")
-                safety.rename(p, p.with_name(p.name + naming.DELETED), log_dir)
-                crash_point("retain.to-deleted.after")
+                to_deleted(p, quarantine, log_dir, "retain.to-deleted")
     if fsync:
         fsync_dir(d)
     if delete_now:
@@ -194,7 +198,8 @@ def _roll_empty(plan: RetentionPlan, log_dir: Path, fsync: bool) -> None:
 
 
 def remove_deleted(d: Path, quarantine: Quarantine | None, *, older_than_ms: int | None,
-                   log_dir: Path, now_s: float | None = None) -> list[Path]:
+                   log_dir: Path, now_s: float | None = None,
+                   reason: str = "deleted by retention") -> list[Path]:
     """Remove `.deleted` segment files (renaming updates ctime, so ctime says when)."""
     now_s = time.time() if now_s is None else now_s
     gone = []
@@ -205,7 +210,7 @@ def remove_deleted(d: Path, quarantine: Quarantine | None, *, older_than_ms: int
         if older_than_ms is not None and (now_s - os.stat(p).st_ctime) * 1000 < older_than_ms:
             continue
         if quarantine is not None:
-            quarantine.remove(p, "deleted by retention")
+            quarantine.remove(p, reason)
         else:
             safety.unlink(p, log_dir)
         gone.append(p)
