@@ -52,6 +52,14 @@ def partition_fields(part: PartitionDir) -> dict[str, Any]:
     return {"topic": part.topic, "partition": part.partition, "path": str(part.path)}
 
 
+def copy_skipped(part: PartitionDir, whose: str) -> str:
+    """Why a mutating command leaves a -delete, -stray or -future dir alone: a broker runs
+    `whose` (retention, the cleaner) on the live partition's dir only, and the checkpoints'
+    entry for the topic-partition is the live one's."""
+    return (f"a copy of the partition (deleted, stray or moving) whose dir name ends "
+            f"-{part.state}: {whose} is the live partition's")
+
+
 def partition_bytes(parts: list[PartitionDir]) -> int:
     """Total `.log` bytes: what progress bars count."""
     return sum(part.log_bytes for part in parts)

@@ -14,6 +14,7 @@ import click
 from kafkalog_cli.codec.layout import INT64_MAX
 from kafkalog_cli.commands import options, parallel
 from kafkalog_cli.commands.common import (
+    copy_skipped,
     lock_dirs,
     partition_bytes,
     partition_fields,
@@ -136,6 +137,9 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
             if part.topic_error is not None:  # its cleaner checkpoint entry cannot be written
                 return {**partition_fields(part), "rounds": [],
                         "skipped": f"{part.topic_error} (rename the dir)"}, []
+            if part.state:
+                return {**partition_fields(part), "rounds": [],
+                        "skipped": copy_skipped(part, "cleaning")}, []
             log_dir = part.path.parent.resolve()
             ends: list[int] = []
             # -j 1 writes the checkpoint after each round, as the cleaner does; workers

@@ -12,7 +12,7 @@ import click
 import orjson
 
 from kafkalog_cli.commands import options, parallel
-from kafkalog_cli.commands.common import lock_dirs, partition_fields
+from kafkalog_cli.commands.common import copy_skipped, lock_dirs, partition_fields
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
 from kafkalog_cli.output.console import settings
 from kafkalog_cli.output.render import write_report
@@ -131,7 +131,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
         def plan(part: PartitionDir) -> RetentionPlan | None:
             """What retention deletes in a partition (perhaps planned in a worker process:
             commands/parallel.py; it is applied here, in order); None: skipped."""
-            if part.topic_error is not None:  # its log start entry cannot be written
+            if part.topic_error is not None or part.state:  # (see the loop below)
                 return None
             log_dir = part.path.parent.resolve()
             cfg = per_topic.get(part.topic, {})
@@ -158,8 +158,11 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
         for part, retention in zip(parts, parallel.ordered(parts, plan, jobs), strict=True):
             log_dir = part.path.parent.resolve()
             if retention is None:
-                skipped = True
-                why = f"{part.topic_error} (rename the dir)"
+                if part.state:
+                    why = copy_skipped(part, "retention")
+                else:  # its log start entry cannot be written
+                    skipped = True
+                    why = f"{part.topic_error} (rename the dir)"
                 summary.append({**partition_fields(part), "skipped": why, "dryRun": dry_run})
                 if fmt == "text":
                     out.write(f"skipped {part.path}: {why}\n")

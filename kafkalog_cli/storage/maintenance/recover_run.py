@@ -164,7 +164,10 @@ def recover(targets: list[Target], o: RecoverOptions, stack: ExitStack,
                                      "written (rename the dir)"})
         changed = int(bool(rows))
         rp_new = hw_new = None
-        if part.log_dir is not None and plan.log_end_offset is not None and not probs:
+        # a -delete, -stray or -future copy is recovered, but the checkpoints' entry for
+        # its topic-partition is the live partition's (verify reads them so too)
+        if part.log_dir is not None and plan.log_end_offset is not None and not probs \
+                and not part.state:
             if rp != plan.log_end_offset or rows_corrupt:
                 rp_new = plan.log_end_offset
                 rows.append({"action": "checkpoint",
@@ -233,7 +236,8 @@ def _check_after(parts: list[PartitionDir], report: list[dict[str, Any]],
             if not (dry_run and r["actions"])]
     for (part, r), (leo, left) in zip(todo, (o.ordered or in_turn)([x for x, _ in todo], check),
                                       strict=True):
-        leos.setdefault(part.path.parent.resolve(), {})[part.key] = leo
+        if not part.state:  # a copy's log end is not its topic-partition's (as verify)
+            leos.setdefault(part.path.parent.resolve(), {})[part.key] = leo
         r["left"] = left
         n += len(left)
     for r in root_report:
@@ -243,7 +247,7 @@ def _check_after(parts: list[PartitionDir], report: list[dict[str, Any]],
         f = Findings()
         known = leos.get(Path(r["logDir"]), {})
         for part in ld.partitions:
-            if part.key not in known:  # a dry run skipped it: its log end as it is now
+            if part.key not in known and not part.state:  # a dry run skipped it: as it is
                 known[part.key] = check_partition(part, Findings(), CheckOptions(), Stats())
         check_log_dir_files(ld, f, known, {})
         r["left"] = _left(f)

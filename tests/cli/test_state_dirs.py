@@ -1,0 +1,74 @@
+"""A deleted topic's `<topic>-<p>.<uuid>-delete` dir (a broker leaves one when a topic is
+deleted and created again) beside the live `<topic>-<p>`: the mutating commands must not
+take it for the live partition. The checkpoints' entry for the topic-partition is the live
+one's: retention and the cleaner run on the live dir only, and recover writes no entry for
+the copy (verify reads the checkpoints so too)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kafkalog_cli.storage.disk.checkpoints import read_offsets
+from tests.cli.run import run
+
+NOW = 1_800_000_000_000
+ROOT_FILES = ("log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+              "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+
+
+@pytest.fixture
+def two_incarnations(tmp_path: Path) -> Path:
+    """Live s-0: 600 records written at NOW; beside it, the old s-0 (1 000 records written
+    around 1 700 000 000 000) as the broker left it, renamed -delete."""
+    old = tmp_path / "old"
+    assert run("generate", old, "--topic", "s", "--records", "1000", "--keys", "50",
+               "--segment-bytes", "20000").code == 0
+    lines = "".join(json.dumps({"key": f"k{i % 50}", "value": "v" * 50}) + "\n"
+                    for i in range(600))
+    (tmp_path / "recs.jsonl").write_text(lines)
+    ld = tmp_path / "ld"
+    assert run("append", ld, "--create", "--topic", "s", "--partition", "0", "--input",
+               tmp_path / "recs.jsonl", "--now", NOW, "--segment-bytes", "8000").code == 0
+    shutil.copytree(old / "s-0", ld / "s-0.0123456789abcdef0123456789abcdef-delete")
+    return ld
+
+
+def _state(ld: Path) -> tuple[dict[str, dict[tuple[str, int], int]], list[str], list[str]]:
+    cps = {n: read_offsets(ld / n) for n in ROOT_FILES if (ld / n).exists()}
+    return cps, sorted(p.name for p in (ld / "s-0").iterdir()), sorted(
+        p.name for p in (ld / "s-0.0123456789abcdef0123456789abcdef-delete").iterdir())
+
+
+@pytest.mark.parametrize("args", [
+    ["retain", "--retention-ms", "86400000", "--now", NOW],  # the old data is a year older
+    ["retain", "--now", NOW],
+    ["compact", "--all", "--force", "--now", NOW],
+], ids=["retain-ms", "retain", "compact"])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_retain_and_compact_leave_a_deleted_topics_copy_and_the_live_partition_alone(
+        two_incarnations: Path, args: list[object], jobs: str) -> None:
+    ld = two_incarnations
+    cps, live, copy = _state(ld)
+    r = run(*args, ld, "-j", jobs)
+    assert r.code == 0, r.err
+    assert "-delete: " in r.out.decode() and "is the live partition's" in r.out.decode()
+    after_cps, after_live, after_copy = _state(ld)
+    assert after_copy == copy
+    if args[0] == "retain":  # the live data is new: nothing of it goes
+        assert (after_cps, after_live) == (cps, live)
+    assert after_cps.get("log-start-offset-checkpoint", {}).get(("s", 0), 0) == 0
+    assert run("verify", ld).code == 0
+
+
+def test_recover_writes_no_checkpoint_entry_for_the_copy(two_incarnations: Path) -> None:
+    ld = two_incarnations
+    before = read_offsets(ld / "recovery-point-offset-checkpoint")
+    assert before[("s", 0)] == 600
+    r = run("recover", ld, "--full")
+    assert r.code in (0, 1), r.err
+    assert read_offsets(ld / "recovery-point-offset-checkpoint")[("s", 0)] == 600  # not 1000
+    v = run("verify", ld, "--format", "json")
+    assert v.code == 0 and not [f for f in json.loads(v.out)["findings"]
+                                if f["severity"] != "info"], v.out
