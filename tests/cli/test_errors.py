@@ -70,20 +70,40 @@ def test_unreadable_segment(sample, cmd):
     assert {p: p.read_bytes() for p in sample.rglob("*") if p.is_file()} == before or r.code == 1
 
 
+MUTATING = {"index-rebuild", "recover", "retain", "compact"}
+
+
+@pytest.mark.parametrize("what", ["fifo", "dir"])
+@pytest.mark.parametrize("name", ["00000000000000999999.log", "00000000000000000000.index",
+                                  "00000000000000000000.timeindex"])
 @pytest.mark.parametrize("cmd", PATH_COMMANDS)
-def test_a_fifo_named_like_a_segment_is_passed_over_not_read(sample, cmd):
-    # opening a FIFO for reading blocks until a writer comes: it must never be opened
+def test_a_fifo_or_dir_named_like_a_segment_file_is_never_opened(sample, cmd, name, what):
+    # opening a FIFO for reading blocks until a writer comes: it must never be opened; a
+    # broker lists only files, then opens an index by name. A command that changes the
+    # dir refuses it before any write (recover cut a .log, then failed to write the index)
     pdir = sample / "demo-0"
-    os.mkfifo(pdir / "00000000000000999999.log")
+    target = pdir / name
+    if target.exists():
+        target.unlink()
+    os.mkfifo(target) if what == "fifo" else target.mkdir()
+    before = {p.name: p.read_bytes() for p in pdir.iterdir() if p.is_file()}
     try:
         p = subprocess.run([sys.executable, "-m", "kafkalog_cli", cmd, pdir], timeout=60,
                            capture_output=True)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{cmd} blocked on the FIFO")
     r = Result(p.returncode, p.stdout, p.stderr.decode("utf-8", "replace"))
-    check(r, {0, 1, PROBLEMS})
+    if cmd in MUTATING:
+        check(r, {OPERATIONAL})
+        assert r.err.splitlines() == [
+            f"kafkalog: error: {target}: {'a FIFO' if what == 'fifo' else 'a directory'} "
+            "where Kafka keeps a segment's file; move it out of the log dir and run again"]
+        assert {p.name: p.read_bytes() for p in pdir.iterdir() if p.is_file()} == before
+        assert not (sample.parent / ".kafkalog-quarantine").exists()
+    else:
+        check(r, {0, PROBLEMS})
     if cmd == "verify":
-        assert b"UNKNOWN_FILE" in r.out and b"00000000000000999999.log" in r.out
+        assert r.code == PROBLEMS and b"NOT_A_FILE" in r.out and name.encode() in r.out
 
 
 @pytest.mark.parametrize(("name", "args"), [

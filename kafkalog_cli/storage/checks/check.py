@@ -466,6 +466,11 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
     for name in part.unknown:
         f.add(WARNING, "UNKNOWN_FILE", pdir / name, None,
               "not a file Kafka writes in a partition dir")
+    for name, what in part.not_files:
+        f.add(ERROR, "NOT_A_FILE", pdir / name, None,
+              f"{what} where Kafka keeps a segment's file: a broker's load lists only "
+              "files, so it leaves out a .log so named and fails to open an index",
+              fix="move it out of the log dir")
     bases = {s.base_offset for s in part.segments}
     last_base = part.segments[-1].base_offset if part.segments else -1
     for off in part.snapshots:

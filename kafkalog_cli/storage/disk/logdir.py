@@ -36,6 +36,9 @@ class PartitionDir:
     kraft_snapshots: list[FileName] = field(default_factory=list)
     special: list[FileName] = field(default_factory=list)  # leader-epoch, partition.metadata…
     unknown: list[str] = field(default_factory=list)
+    # named as a segment's file (.log, an index, a snapshot) and a directory, FIFO, socket
+    # or device: (name, what it is). Never opened (a FIFO blocks); nothing changes the dir
+    not_files: list[tuple[str, str]] = field(default_factory=list)
     log_dir: LogDir | None = None
     _log_bytes: int | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -92,6 +95,13 @@ class PartitionDir:
             if f.temp in (naming.CLEANED, naming.SWAP):
                 raise KafkalogError(f"{self.path / f.name}: left by an interrupted segment "
                                     "replacement; run `kafkalog recover` first")
+
+    def refuse_if_not_files(self) -> None:
+        """Refuse to change a partition where a segment's file is a directory or a special
+        file: a broker cannot load it, and a write to that name would fail half-way."""
+        for name, what in self.not_files:
+            raise LogDirIOError(f"{self.path / name}: {what} where Kafka keeps a segment's "
+                                "file; move it out of the log dir and run again")
 
 
 @dataclass
@@ -169,14 +179,18 @@ def listdir(path: fs.FilePath) -> list[os.DirEntry[str]]:
     return entries
 
 
-def _special(entry: os.DirEntry[str]) -> bool:
-    """A FIFO, socket or device (or a link to one) where a file would be."""
+def _special(entry: os.DirEntry[str]) -> str:
+    """What `entry` is when a FIFO, socket or device (or a link to one) where a file would
+    be, else ""."""
     try:
         mode = entry.stat().st_mode
     except OSError:
-        return False  # a dangling link: reading it fails with one clear error
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode) or \
-        stat.S_ISBLK(mode)
+        return ""  # a dangling link: reading it fails with one clear error
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else ""
 
 
 def _listed_size(entry: os.DirEntry[str]) -> int:
@@ -195,10 +209,16 @@ def scan_partition(path: Path, log_dir: LogDir | None = None,
     for entry in listdir(path):
         fn = naming.parse_file_name(entry.name)
         if entry.is_dir(follow_symlinks=False):
-            part.unknown.append(entry.name + "/")
+            if fn.kind is FileKind.SEGMENT:
+                part.not_files.append((entry.name, "a directory"))
+            else:
+                part.unknown.append(entry.name + "/")
             continue
-        if not entry.is_file() and _special(entry):  # reading it could block for ever
-            part.unknown.append(entry.name)
+        if not entry.is_file() and (what := _special(entry)):  # reading it could block
+            if fn.kind is FileKind.SEGMENT:
+                part.not_files.append((entry.name, what))
+            else:
+                part.unknown.append(entry.name)
             continue
         if fn.kind is FileKind.SEGMENT:
             assert fn.offset is not None

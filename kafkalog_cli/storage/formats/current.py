@@ -264,6 +264,8 @@ def _check_file(path: Path, f: Findings, opts: CheckOptions, stats: Stats) -> No
             raise UsageError(f"{path}: index file without its .log; nothing to check it against")
         part.temp_files, part.orphan_indexes, part.unknown = [], [], []
         part.snapshots, part.kraft_snapshots, part.special = [], [], []
+        part.not_files = [x for x in part.not_files
+                          if naming.parse_file_name(x[0]).offset == fn.offset]
         check_partition(part, f, opts, stats, floor_base=floor)
         return
     try:

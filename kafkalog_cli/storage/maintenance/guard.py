@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog_cli.storage.disk.lock import LogDirLock
+from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.naming import LOCK
 from kafkalog_cli.storage.disk.safety import refuse_links
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
@@ -60,7 +61,9 @@ def quarantines(parts: list[Any], where: Path | None, *, enabled: bool = True,
 
 
 def _refuse_interrupted(parts: list[Any], ok: bool) -> list[Any]:
-    if not ok:
-        for part in parts:
+    for part in parts:
+        if not ok:
             part.refuse_if_interrupted()
+        if isinstance(part, PartitionDir):  # 0.7's partitions have no such names
+            part.refuse_if_not_files()
     return parts

@@ -143,6 +143,7 @@ class PartitionWriter:
         safety.refuse_links(d)
         part = scan_partition(d) if d.exists() else PartitionDir(d, None)
         part.refuse_if_interrupted()
+        part.refuse_if_not_files()
         r = None
         if part.segments:
             seg = part.segments[-1]
