@@ -8,7 +8,6 @@ line formatter. csv and tables never drop a field: what a JSON row holds, they s
 
 from __future__ import annotations
 
-import io
 import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -158,6 +157,19 @@ def exploding(lists: dict[str, str], carry: tuple[str, ...] = ("topic", "partiti
     return flat
 
 
+class _Encoded:
+    """What the csv module writes to: its text, UTF-8, straight to `out`. Not a
+    TextIOWrapper, which closes the stream it wraps when it is collected: after a closed pipe
+    or a full disk, stdout was closed under the error handling."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        self._out.write(text.encode("utf-8", ESCAPE))
+        return len(text)
+
+
 class CsvRenderer(Renderer):
     """One header for every row: `columns` when the command knows them before its first row
     (streaming; a field outside them is a bug and raises), else the union of every row's
@@ -165,8 +177,7 @@ class CsvRenderer(Renderer):
 
     def __init__(self, out: BinaryIO | None = None, columns: list[str] | None = None) -> None:
         super().__init__(out)
-        self._text = io.TextIOWrapper(self.out, encoding="utf-8", errors=ESCAPE, newline="",
-                                      write_through=True)
+        self._text = _Encoded(self.out)
         self._columns = columns
         self._held: list[dict[str, Any]] = []
         self._writer: csv.DictWriter[str] | None = None
@@ -195,8 +206,6 @@ class CsvRenderer(Renderer):
                     w.writerow({k: cell(v) for k, v in r.items()})
         elif self._writer is None:
             self._start(self._columns)  # no rows: the header alone
-        self._text.flush()
-        self._text.detach()
 
 
 class TableRenderer(Renderer):

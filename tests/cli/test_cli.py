@@ -62,12 +62,21 @@ def test_not_a_log_dir_is_a_usage_error(tmp_path):
     assert r.code == 16 and "not a Kafka log dir" in r.err
 
 
-def test_dump_ends_cleanly_on_a_closed_pipe(sample):
-    p = subprocess.run(f"{sys.executable} -m kafkalog_cli dump {sample} --records | head -n 2",
-                       shell=True, capture_output=True)
-    assert p.returncode == 0
-    assert len(p.stdout.splitlines()) == 2
-    assert b"Traceback" not in p.stderr and b"Broken pipe" not in p.stderr
+@pytest.mark.parametrize("cmd", ["dump --records", "info", "verify --all"])
+@pytest.mark.parametrize("fmt", ["text", "json", "jsonl", "csv", "table"])
+def test_every_format_ends_cleanly_on_a_closed_pipe_and_fails_on_a_full_disk(sample, cmd, fmt):
+    # | head: 0, as cat; > /dev/full: one error line, 8 (csv's text layer closed stdout
+    # when it was collected, and the last flush raised a traceback, exit 1)
+    pipe = f"set -o pipefail; {sys.executable} -m kafkalog_cli {cmd} {sample} -j 1 " \
+           f"--format {fmt} | head -c 20"
+    p = subprocess.run(["bash", "-c", pipe], capture_output=True)
+    assert p.returncode == 0 and len(p.stdout) == 20, p.stderr
+    assert p.stderr == b""
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([sys.executable, "-m", "kafkalog_cli", *cmd.split(), sample,
+                            "-j", "1", "--format", fmt], stdout=full, capture_output=False,
+                           stderr=subprocess.PIPE)
+    assert (p.returncode, p.stderr) == (8, b"kafkalog: error: No space left on device\n")
 
 
 def test_dump_json_fields_follow_kafka_names(sample):
