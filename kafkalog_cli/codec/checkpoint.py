@@ -33,18 +33,29 @@ def _number(text: str, lo: int, hi: int, what: str, pos: int) -> int:
         n = int(text)
         if lo <= n <= hi:
             return n
-    raise CorruptDataError(f"malformed {what} {text!r}", pos=pos)
+    raise CorruptDataError(f"malformed {what} {_quoted(text)}", pos=pos)
+
+
+def _quoted(text: bytes | str) -> str:
+    """`text` as an error quotes it: its repr, cut after 40 characters (one line, whatever
+    a crafted file holds)."""
+    if isinstance(text, bytes):
+        text = text[:41].decode("utf-8", "replace")
+    return repr(text[:40] + "...") if len(text) > 40 else repr(text.strip())
 
 
 def _lines(data: bytes | str, fields: int) -> list[tuple[int, list[str]]]:
     """(byte position, fields) of each entry line; errors carry the byte position."""
+    nl = data.find(b"\n") if isinstance(data, bytes) else data.find("\n")
+    if (nl < 0 and len(data) > 64) or nl > 64:  # no version is that long: not split, not copied
+        raise CorruptDataError(f"unrecognised checkpoint version {_quoted(data[:64])}", pos=0)
     lines = decode_text(data).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     if not lines:
         return []
     if lines[0].strip() != "0":
-        raise CorruptDataError(f"unrecognised checkpoint version {lines[0].strip()!r}", pos=0)
+        raise CorruptDataError(f"unrecognised checkpoint version {_quoted(lines[0])}", pos=0)
     if len(lines) < 2:
         return []
     starts = [0]
@@ -55,7 +66,7 @@ def _lines(data: bytes | str, fields: int) -> list[tuple[int, list[str]]]:
     for i, line in enumerate(lines[2:], start=2):
         parts = line.split()
         if len(parts) != fields:
-            raise CorruptDataError(f"malformed line {i + 1}: {line!r}", pos=starts[i])
+            raise CorruptDataError(f"malformed line {i + 1}: {_quoted(line)}", pos=starts[i])
         entries.append((starts[i], parts))
     if len(entries) != count:
         raise CorruptDataError(f"checkpoint declares {count} entries but holds {len(entries)}",

@@ -24,6 +24,7 @@ from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, U
 from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import Renderer, json_bytes, make_renderer, payload_encoder
 from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target
 from kafkalog_cli.storage.disk.reader import segments_in_range
@@ -244,23 +245,23 @@ class Dumper:
                          "producerId": e.producer_id, "firstOffset": e.first_offset,
                          "lastOffset": e.last_offset, "lastStableOffset": e.last_stable_offset})
         elif kind == "producer":
-            for p in decode_snapshot(path.read_bytes()):
+            for p in decode_snapshot(read_small(path)):
                 out.row({"kind": "producer", "file": file, "producerId": p.producer_id,
                          "producerEpoch": p.epoch, "coordinatorEpoch": p.coordinator_epoch,
                          "currentTxnFirstOffset": p.current_txn_first_offset,
                          "lastTimestamp": p.timestamp, "lastSequence": p.last_sequence,
                          "lastOffset": p.last_offset, "offsetDelta": p.offset_delta})
         elif kind == "leader-epoch":
-            for epoch, start in parse_leader_epochs(path.read_bytes()):
+            for epoch, start in parse_leader_epochs(read_small(path)):
                 out.row({"kind": "leader-epoch", "file": file, "epoch": epoch,
                          "startOffset": start})
         elif kind == "checkpoint-entry":
-            for (t, p), off in parse_offsets(path.read_bytes()).items():
+            for (t, p), off in parse_offsets(read_small(path)).items():
                 out.row({"kind": "checkpoint-entry", "file": file, "topic": t, "partition": p,
                          "offset": off})
         else:
-            out.row({"kind": "file", "file": file, "content": path.read_text("utf-8",
-                                                                             "backslashreplace")})
+            out.row({"kind": "file", "file": file,
+                     "content": read_small(path).decode("utf-8", "backslashreplace")})
 
 
 def record_writer(fmt: str, payload: str, print_data: bool) -> RecordWriter | None:

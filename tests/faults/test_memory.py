@@ -208,3 +208,32 @@ def test_a_txnindex_repeating_one_entry_is_noted_once(sample, tmp_path):
     text = out.read_text()
     assert text.count("entry for producer 0 at 0") == 1
     assert "txnindex+txnindex" not in text
+
+
+@pytest.mark.parametrize("name", ["recovery-point-offset-checkpoint",
+                                  "demo-0/leader-epoch-checkpoint",
+                                  "demo-0/partition.metadata", "snapshot"])
+@pytest.mark.parametrize("how", ["sparse 100 MiB", "10 MiB of one line"])
+def test_a_huge_small_file_is_corrupt_not_read_whole(sample, tmp_path, name, how):
+    """A checkpoint, epoch file, partition.metadata or snapshot is read to 64 MiB at most
+    (a 100 MiB sparse checkpoint took verify to 1.8 GiB and a 2 GiB one past 24 GB), and
+    an error quotes 40 characters of it (a 10 MiB line was a 41 MB error line)."""
+    if name == "snapshot":
+        name = "demo-0/" + next(p.name for p in sorted((sample / "demo-0").iterdir())
+                                if p.suffix == ".snapshot")
+    path = sample / name
+    if how.startswith("sparse"):
+        path.unlink()
+        with open(path, "wb") as f:
+            f.truncate(100 * MiB)
+    else:
+        path.write_bytes(b"0\n1\n" + b"x" * (10 * MiB) + b"\n")
+    for args in (["verify", sample, "-j", "1"], ["recover", sample, "--dry-run", "-j", "1"],
+                 ["info", sample], ["dump", path]):
+        run = measure(*args, out=tmp_path / "out")
+        assert run.code in (0, 4) and "Traceback" not in run.err, (args, run.err)
+        assert run.peak_rss <= rss_bound(hostile.DEFAULT_CAP), (args, run)
+        assert len(run.err) < 400, (args, run.err)
+        if args[0] != "dump":  # (dump shows partition.metadata's text as it is)
+            assert max(map(len, (tmp_path / "out").read_text(
+                errors="replace").splitlines() or [""])) < 400, args

@@ -528,6 +528,9 @@ def _check_leader_epochs(p: fs.FilePath, f: Findings, leo: int | None,
 def _check_partition_metadata(p: fs.FilePath, f: Findings) -> None:
     try:
         text = read_small(p).decode("utf-8")  # its lines split as read_text's would
+    except CorruptDataError as e:
+        f.add(ERROR, "PARTITION_METADATA_CORRUPT", p, e.pos, e.reason)
+        return
     except (OSError, UnicodeDecodeError) as e:
         f.add(ERROR, "PARTITION_METADATA_CORRUPT", p, None, str(e))
         return

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kafkalog_cli.errors import LogDirIOError
+from kafkalog_cli.errors import CorruptDataError, LogDirIOError
 from kafkalog_cli.storage.disk import fs, safety
 
 
@@ -90,6 +90,12 @@ def atomic_write(path: Path, data: bytes | BinaryIO, *, root: Path,
         raise LogDirIOError(f"{path}: cannot write: {e.strerror}") from None
 
 
+# the most a checkpoint, leader-epoch-checkpoint, partition.metadata or producer snapshot
+# is read to: a broker's hold one line or entry a partition or producer, far less; a bigger
+# (crafted, or sparse) file is corrupt, not read whole into memory
+MAX_SMALL_FILE = 64 * 1024 * 1024
+
+
 def read_regular(path: Path) -> bytes:
     """A small file's bytes. FileNotFoundError when it is absent; LogDirIOError when it is a
     FIFO, socket or device (opened without blocking: reading one could wait for ever)."""
@@ -99,7 +105,7 @@ def read_regular(path: Path) -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise LogDirIOError(f"{path}: not a regular file")
-        return _read_all(fd)
+        return _read_all(fd, path)
     finally:
         os.close(fd)
 
@@ -112,15 +118,19 @@ def read_small(path: fs.FilePath) -> bytes:
         return path.read_bytes()
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        return _read_all(fd)
+        return _read_all(fd, path)
     except OSError as e:  # a directory fails here, not at open: name it as open() does
         raise OSError(e.errno, e.strerror, str(path)) from None
     finally:
         os.close(fd)
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
+def _read_all(fd: int, path: fs.FilePath) -> bytes:
+    chunks, n = [], 0
     while chunk := os.read(fd, 1 << 16):
         chunks.append(chunk)
+        n += len(chunk)
+        if n > MAX_SMALL_FILE:
+            raise CorruptDataError(f"more than {MAX_SMALL_FILE} bytes, far more than a broker "
+                                   "writes in such a file", str(path), MAX_SMALL_FILE)
     return b"".join(chunks)

@@ -22,6 +22,7 @@ from kafkalog_cli.storage.checks.check import (
 from kafkalog_cli.storage.checks.findings import ERROR, Findings
 from kafkalog_cli.storage.disk import logdir, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
+from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
 from kafkalog_cli.storage.maintenance.floor import validation_floor
 from kafkalog_cli.storage.queries import timelookup
@@ -270,11 +271,11 @@ def _check_file(path: Path, f: Findings, opts: CheckOptions, stats: Stats) -> No
         return
     try:
         if fn.kind is naming.FileKind.SEGMENT and fn.suffix == naming.SNAPSHOT:
-            decode_snapshot(path.read_bytes())
+            decode_snapshot(read_small(path))
         elif fn.kind is naming.FileKind.LEADER_EPOCH:
-            parse_leader_epochs(path.read_bytes())
+            parse_leader_epochs(read_small(path))
         elif fn.name in naming.ROOT_CHECKPOINTS:
-            parse_offsets(path.read_bytes())
+            parse_offsets(read_small(path))
         elif fn.kind is naming.FileKind.KRAFT_SNAPSHOT or path.name.endswith(
                 (".log", ".log.swap", ".log.cleaned", ".log.deleted", ".checkpoint")):
             check_log_file(path, fn.offset if fn.kind is naming.FileKind.SEGMENT and

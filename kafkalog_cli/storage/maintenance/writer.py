@@ -29,7 +29,7 @@ from kafkalog_cli.codec.layout import INT32_MAX, INT64_MAX
 from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
 from kafkalog_cli.errors import CorruptDataError, KafkalogError, LogDirIOError, UsageError
 from kafkalog_cli.storage.disk import naming, safety
-from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir
+from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.disk.logdir import PartitionDir, scan_partition
 from kafkalog_cli.storage.disk.segment import Segment
 from kafkalog_cli.storage.drills.faults import crash_point
@@ -208,7 +208,7 @@ class PartitionWriter:
         for off in reversed(usable):
             p = self.directory / naming.segment_file_name(off, naming.SNAPSHOT)
             try:
-                self.state = ProducerState.from_snapshot(decode_snapshot(p.read_bytes()))
+                self.state = ProducerState.from_snapshot(decode_snapshot(read_regular(p)))
                 start = off
                 self.last_snapshot = off
                 break
@@ -223,7 +223,7 @@ class PartitionWriter:
         p = self.directory / naming.LEADER_EPOCH
         if p.exists():
             try:
-                self.epochs = parse_leader_epochs(p.read_bytes())
+                self.epochs = parse_leader_epochs(read_regular(p))
             except CorruptDataError:
                 self.epochs = []
 

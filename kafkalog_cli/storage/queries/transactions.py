@@ -33,6 +33,7 @@ from kafkalog_cli.codec.control import ABORT, COMMIT, parse_control
 from kafkalog_cli.codec.snapshot import ProducerEntry, decode_snapshot
 from kafkalog_cli.errors import CorruptDataError, KafkalogError
 from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.segment import DamageSink
 from kafkalog_cli.storage.queries.producers import AbortMarker, ProducerState
@@ -87,7 +88,7 @@ class PartitionTxns:
 
 def _snapshot(part: PartitionDir, offset: int) -> list[ProducerEntry]:
     path = part.path / naming.segment_file_name(offset, naming.SNAPSHOT)
-    return decode_snapshot(path.read_bytes())
+    return decode_snapshot(read_small(path))
 
 
 def _high_watermark(part: PartitionDir, notes: list[str]) -> int | None:
