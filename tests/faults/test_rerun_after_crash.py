@@ -3,6 +3,7 @@ operator does first): the dir ends as an uninterrupted run leaves it, and every 
 runs removed is in the quarantine, byte for byte."""
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -70,3 +71,31 @@ def test_a_stopped_run_then_the_same_command_loses_nothing_and_leaves_nothing(
         gone = originals - _digests(d)
         assert gone and gone <= _digests(tmp_path / "c" / ".kafkalog-quarantine"), (name, nth)
         shutil.rmtree(tmp_path / "c")
+
+
+def test_recover_stopped_after_its_cut_then_run_again_removes_the_snapshot_past_the_end(
+        tmp_path: Path) -> None:
+    # the stopped run cut the log before it removed the snapshot at the old log end; the
+    # rerun found nothing to cut and left the snapshot, and verify said nothing of it
+    d = tmp_path / "ld"
+    assert run("generate", d, "--topic", "t", "--partitions", "2", "--records", "2000",
+               "--segment-bytes", "65536", "--seed", "7").code == 0
+    log = sorted((d / "t-1").glob("*.log"))[-1]
+    with open(log, "r+b") as f:
+        f.truncate(log.stat().st_size - 37)  # a torn last batch
+    (d / ".kafka_cleanshutdown").unlink()
+    snaps = {p.name for p in (d / "t-1").glob("*.snapshot")}
+    p = run_env(["-m", "kafkalog_cli", "recover", d, "--full", "-j", "1"],
+                {"KAFKALOG_CRASH_AT": "recover.truncate.after:1"})
+    assert p.returncode == 99, p.stderr
+    v = run("verify", d, "--format", "json")
+    past = [f for f in json.loads(v.out)["findings"] if f["code"] == "SNAPSHOT_PAST_END"]
+    assert len(past) == 1 and past[0]["file"].endswith("00000000000000002000.snapshot")
+    r = run("recover", d, "--full", "-j", "2")
+    assert r.code == 1, r.err
+    assert {p.name for p in (d / "t-1").glob("*.snapshot")} == \
+        snaps - {"00000000000000002000.snapshot"}
+    v = run("verify", d, "--format", "json")
+    assert v.code == 0 and not [f for f in json.loads(v.out)["findings"]
+                                if f["severity"] != "info"], v.out
+    assert run("recover", d).code == 0

@@ -485,6 +485,10 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
         if off not in bases and off <= last_base:
             f.add(INFO, "SNAPSHOT_STRAY", p, None, "producer snapshot at an offset that is not a "
                   "segment base (the broker deletes it at start-up)")
+        if leo is not None and off > leo:
+            f.add(WARNING, "SNAPSHOT_PAST_END", p, None,
+                  f"producer snapshot at {off}, beyond the log end offset {leo} (the broker "
+                  "deletes it at load)", fix=fix_recover)
     for fn in part.kraft_snapshots:
         p = pdir / fn.name
         if fn.kind is naming.FileKind.KRAFT_SNAPSHOT and not fn.temp:

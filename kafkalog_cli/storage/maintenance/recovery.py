@@ -265,6 +265,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
         plan.log_end_offset = log_end_offset(segs)
         if plan.log_end_offset is None:
             plan.log_end_offset = last_seg.base_offset
+        _snapshots_past_end(plan)
     _snapshot_actions(plan, segs, end)
     _epoch_actions(plan, segs, end)
     return plan
@@ -302,12 +303,19 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
                 plan.actions.append(Action("remove", p, "segment after the truncation "
                                            "point (the broker deletes it)"))
     plan.log_end_offset = r.next_offset if r.next_offset is not None else seg.base_offset
+    _snapshots_past_end(plan, "new ")
+    return True
+
+
+def _snapshots_past_end(plan: Plan, new: str = "") -> None:
+    """Remove the producer snapshots beyond the log end, as the broker's load does
+    (truncateAndReload): also those a run stopped between its cut and their removal left."""
+    assert plan.log_end_offset is not None
     for off in plan.part.snapshots:
         if off > plan.log_end_offset:
             plan.actions.append(Action(
                 "remove", plan.part.path / naming.segment_file_name(off, naming.SNAPSHOT),
-                "producer snapshot beyond the new log end offset"))
-    return True
+                f"producer snapshot beyond the {new}log end offset"))
 
 
 def _snapshot_actions(plan: Plan, segs: list[Segment], end: LogEnd | None) -> None:
