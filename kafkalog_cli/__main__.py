@@ -1,3 +1,3 @@
-from kafkalog_cli.cli import main
+from kafkalog_cli.launch import main
 
 main()

@@ -189,3 +189,23 @@ def test_every_registered_command_is_covered():
     covered = set(PATH_COMMANDS) | {"find-by-time", "append", "generate"}
     assert set(COMMANDS) - covered <= {"export", "migrate", "txn"}  # covered by their own tests
     assert os.environ.get("KAFKALOG_DEBUG") is None
+
+
+_INTERRUPTED_IMPORT = """
+import builtins, sys
+real = builtins.__import__
+def slow_import(name, *args, **kwargs):
+    if name == "kafkalog_cli.cli":  # Ctrl-C while the CLI (click, ...) is being imported
+        raise KeyboardInterrupt
+    return real(name, *args, **kwargs)
+builtins.__import__ = slow_import
+from kafkalog_cli.launch import main
+main()
+"""
+
+
+def test_ctrl_c_while_the_cli_is_imported_is_exit_32_and_one_line():
+    # the first ~0.15 s of a run: a traceback and status -2 (130 in a shell) before
+    p = subprocess.run([sys.executable, "-c", _INTERRUPTED_IMPORT], capture_output=True,
+                       timeout=60)
+    assert (p.returncode, p.stderr) == (32, b"kafkalog: error: interrupted\n")
