@@ -151,8 +151,8 @@ def command(paths: tuple[str, ...], topics: tuple[str, ...], all_topics: bool,
                                        qs.get(log_dir), write or ends.append)
             return entry, ends
 
-        for part, (entry, ends) in zip(parts, parallel.ordered(parts, one, jobs,
-                                                               done=ticked(bar)), strict=True):
+        for part, (entry, ends) in zip(parts, parallel.ordered(
+                parts, one, jobs, done=ticked(bar), finish_started=True), strict=True):
             for end in ends:
                 update_offsets(part.path.parent.resolve() / naming.CLEANER, {part.key: end})
             skipped = skipped or part.topic_error is not None

@@ -105,7 +105,8 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
                 [ps for ps, _b in run]
             for ps in sets:
                 for c, d in parallel.ordered(ps, functools.partial(one, bases=run[0][1]), jobs,
-                                             renderer=out, done=ticked(bar), small=True):
+                                             renderer=out, done=ticked(bar), small=True,
+                                             finish_started=True):
                     changed, damaged = changed + c, damaged + d
     out.close()
     if damaged or (changed and dry_run):

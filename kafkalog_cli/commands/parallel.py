@@ -44,13 +44,17 @@ R = TypeVar("R")
 
 def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             renderer: Renderer | None = None,
-            done: Callable[[T], None] | None = None, small: bool = False) -> Iterator[R]:
+            done: Callable[[T], None] | None = None, small: bool = False,
+            finish_started: bool = False) -> Iterator[R]:
     """`work(item)` for each of `items`, in order, over `jobs` processes (see the module
     doc). `renderer`: the command's renderer, which workers' rows reach through the parent;
     `done(item)` is called in the parent once an item's output is out (progress). `small`:
     what an item prints and returns is small (verify's findings, index-rebuild's rows), so
     every item may be in flight at once, the biggest first: no worker is left alone with a
-    big partition at the end while the other idles."""
+    big partition at the end while the other idles. `finish_started` (commands that change
+    partitions): after an error, or a worker's death, no item starts any more, but those
+    started in other workers are finished, each a whole partition; Ctrl-C still stops every
+    worker at once."""
     jobs = min(jobs, len(items))
     if os.environ.get("KAFKALOG_CRASH_AT") or os.environ.get("KAFKALOG_FAIL_AT"):
         jobs = 1  # fault drills count crash points, and die, in one process (drills/faults.py)
@@ -64,7 +68,8 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     # workers.py (and pickle) only when there are workers: most runs of a small dir have none
     from kafkalog_cli.commands import workers
 
-    yield from workers.ordered(items, work, jobs, renderer=renderer, done=done, small=small)
+    yield from workers.ordered(items, work, jobs, renderer=renderer, done=done, small=small,
+                               finish_started=finish_started)
 
 
 def item_bytes(item: Any) -> int | None:
@@ -75,7 +80,8 @@ def item_bytes(item: Any) -> int | None:
     return sum(sizes) if parts and all(isinstance(n, int) for n in sizes) else None
 
 
-def mapper(jobs: int) -> Callable[..., Iterator[Any]] | None:
+def mapper(jobs: int, finish_started: bool = False) -> Callable[..., Iterator[Any]] | None:
     """`ordered` over `jobs` processes, for storage's work over partitions (None: -j 1,
     the storage code's own loop)."""
-    return None if jobs <= 1 else functools.partial(ordered, jobs=jobs)
+    return None if jobs <= 1 else functools.partial(ordered, jobs=jobs,
+                                                    finish_started=finish_started)

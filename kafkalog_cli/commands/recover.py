@@ -97,7 +97,8 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     if quarantine_dir and no_quarantine:
         raise UsageError("--quarantine and --no-quarantine contradict each other")
     o = RecoverOptions(full, force, dry_run, quarantine_dir, no_quarantine,
-                       index_interval_bytes, segment_index_bytes, warn, parallel.mapper(jobs))
+                       index_interval_bytes, segment_index_bytes, warn,
+                       parallel.mapper(jobs, finish_started=True))
     targets = open_targets(paths)
     with ExitStack() as stack:
         done = targets[0].format.recover(targets, o, stack,

@@ -250,6 +250,15 @@ _FDS: tuple[int, int] | None = None  # stdout's and stderr's fds in direct mode,
 # direct mode: the item whose output may be written, an int64 in memory shared with the
 # workers (anonymous mmap, inherited by fork); only the parent writes it, and it only grows
 _turn: mmap.mmap | None = None
+# the highest item index a worker may still start, an int64 shared the same way: an item
+# that fails lowers it to its own index (those after it would not run at -j 1), the
+# parent's finish to -1 (finish_started: no item starts, those started are finished)
+_limit: mmap.mmap | None = None
+
+
+def _lower_limit(i: int) -> None:
+    if _limit is not None and i < int.from_bytes(_limit[:8], "little", signed=True):
+        _limit[:8] = i.to_bytes(8, "little", signed=True)
 
 
 def _turn_now() -> int:
@@ -393,10 +402,11 @@ def _replay_file(path: str, renderer: Renderer | None) -> None:
 
 def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             renderer: Renderer | None = None,
-            done: Callable[[T], None] | None = None, small: bool = False) -> Iterator[R]:
+            done: Callable[[T], None] | None = None, small: bool = False,
+            finish_started: bool = False) -> Iterator[R]:
     """parallel.ordered with `jobs` > 1 (at most one per item): the workers started, fed,
     and their results and output taken in, in order."""
-    global _job, _FDS, _turn
+    global _job, _FDS, _turn, _limit
     sys.stdout.flush()
     sys.stderr.flush()
     if renderer is not None:
@@ -409,6 +419,8 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     if _FDS is not None:
         _turn = mmap.mmap(-1, 8)
         _turn[:8] = (-1).to_bytes(8, "little", signed=True)
+    _limit = mmap.mmap(-1, 8)
+    _limit[:8] = len(items).to_bytes(8, "little", signed=True)
     # Ctrl-C held while the workers start: raised before `try`, it would leave them running
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     gc.freeze()  # the collector in a worker would touch, so copy, every inherited object
@@ -419,7 +431,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
         raise
     finally:
         gc.unfreeze()
-    finished = False
+    finished = finish = False
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held Ctrl-C is raised here
         window = min(len(items) if small else WINDOW * jobs, MAX_IN_FLIGHT)
@@ -445,13 +457,25 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
                 done(items[i])
             yield value
         finished = True
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        finish = finish_started  # an error, a dead worker: started partitions are finished
+        raise
     finally:
         # done: each worker exits at the end of the task pipe; else (Ctrl-C, an error, a
         # closed stdout) no worker outlives the run
-        pool.close() if finished else pool.kill()
+        if finished:
+            pool.close()
+        elif finish:
+            _lower_limit(-1)
+            pool.finish()
+        else:
+            pool.kill()
         if _turn is not None:
             _turn.close()
-        _job = _FDS = _turn = None
+        _limit.close()
+        _job = _FDS = _turn = _limit = None
         shutil.rmtree(spill_dir, ignore_errors=True)
 
 
@@ -588,6 +612,25 @@ class _Workers:
             os.close(self._tasks)
             self._reap()
 
+    def finish(self) -> None:
+        """After an error (the caller has set _limit): the items started are finished, their
+        results read and dropped (a worker blocked writing one would never exit), no other
+        starts; the workers then exit and are reaped. Ctrl-C meanwhile kills them."""
+        try:
+            os.close(self._tasks)
+            open_fds = set(self._pids)
+            while open_fds:
+                for fd, _ev in self._poll.poll():
+                    if fd in open_fds and not os.read(fd, 1 << 20):
+                        self._poll.unregister(fd)
+                        open_fds.discard(fd)
+        except BaseException:
+            self._tasks = -1
+            self.kill()
+            raise
+        with _no_interrupt():
+            self._reap()
+
     def kill(self) -> None:
         # a second Ctrl-C here must not leave a worker running on after the parent (and
         # its .lock) are gone: it is raised once every worker is reaped
@@ -596,7 +639,7 @@ class _Workers:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
-                os.close(self._tasks)
+                os.close(self._tasks)  # (-1 once finish closed it)
             self._reap()
 
     def _reap(self) -> None:
@@ -644,10 +687,15 @@ def _serve(tasks: int, results: int, parent: int) -> None:
         if not b or os.getppid() != parent:
             return
         i = int.from_bytes(b, "little")
+        assert _limit is not None
+        if i > int.from_bytes(_limit[:8], "little", signed=True):
+            continue  # after an item that failed: the parent stops before it needs this one
         try:
             got = _run(i)
         except BaseException as e:  # noqa: BLE001 - sent to the parent, as _run's are
             got = (None, None, _portable(e))
+        if got[2] is not None:
+            _lower_limit(i)
         try:
             frame = pickle.dumps((i, got), pickle.HIGHEST_PROTOCOL)
         except Exception as e:  # noqa: BLE001 - what does not pickle (a value, a row)

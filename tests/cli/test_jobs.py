@@ -493,3 +493,31 @@ def test_pipes_of_one_page_do_not_deadlock_the_workers() -> None:
     r = subprocess.run([sys.executable, "-c", SMALL_PIPES], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def _marked(arg: tuple[str, str, int]) -> int:
+    """Item 0 fails (an error, or its worker dies) 0.3 s in; item 1 takes 1 s; each item
+    that runs to its end leaves a marker file."""
+    where, how, n = arg
+    if n == 0:
+        time.sleep(0.3)
+        if how == "death":
+            os.kill(os.getpid(), signal.SIGKILL)
+        raise CorruptDataError("bad batch", "/x/00.log", 12)
+    time.sleep(1.0 if n == 1 else 0)
+    Path(where, str(n)).touch()
+    return n
+
+
+@pytest.mark.parametrize("how", ["error", "death"])
+@pytest.mark.parametrize("finish_started", [True, False])
+def test_after_a_failure_started_partitions_are_finished_and_no_other_starts(
+        tmp_path: Path, how: str, finish_started: bool) -> None:
+    # a command that changes partitions finishes those other workers have started (each
+    # whole, no recover needed); a reading one stops them at once. Items after the failing
+    # one never start, as with -j 1 (the parent used to SIGKILL the other worker mid-item)
+    items = [(str(tmp_path), how, n) for n in range(8)]
+    with pytest.raises(KafkalogError) as e:
+        list(parallel.ordered(items, _marked, 2, finish_started=finish_started))
+    assert ("bad batch" if how == "error" else "died") in str(e.value)
+    assert sorted(os.listdir(tmp_path)) == (["1"] if finish_started else [])
