@@ -64,8 +64,9 @@ def _topic_config(path: Path | None) -> dict[str, dict[str, Any]]:
 
 
 @click.command("retain", epilog="Exit codes: 0 done (whether or not anything was deleted), "
-               "4 a partition was skipped (its topic name breaks Kafka's rule) or a checkpoint "
-               "or batch it must read does not decode (its file and byte on stderr), "
+               "4 a --dry-run that would delete or roll, a partition was skipped (its topic "
+               "name breaks Kafka's rule) or a checkpoint or batch it must read does not "
+               "decode (its file and byte on stderr), "
                "8 operational error (e.g. the log dir lock is held), 16 usage error. Silent "
                "unless something happened; --format json always prints a summary."
                + options.NO_LINKS)
@@ -126,7 +127,7 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
         parts = [x for p in paths for x in open_target(p).partitions(linked=True)]
         parts = lock_dirs(parts, stack, dry_run=dry_run, writes=(naming.LOG_START,))
         qs = {} if no_quarantine else quarantines(parts, quarantine_dir)
-        skipped = False
+        skipped = found = False  # found: work for a dry run
 
         def plan(part: PartitionDir) -> RetentionPlan | None:
             """What retention deletes in a partition (perhaps planned in a worker process:
@@ -177,6 +178,8 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                      "removedDeletedFiles": [str(p) for p in swept], "notes": retention.notes,
                      "dryRun": dry_run}
             summary.append(entry)
+            found = found or bool(retention.victims) or retention.roll_at is not None \
+                or retention.new_log_start is not None
             if fmt == "text":
                 verb = "would delete" if dry_run else "deleted"
                 for v in retention.victims:
@@ -189,4 +192,4 @@ def command(paths: tuple[str, ...], retention_ms: int, retention_bytes: int,
                     out.write(f"note: {note}\n")
     if fmt != "text":
         write_report(fmt, {"now": now}, summary, {"deleted": "deleted"})
-    return 4 if skipped else 0
+    return 4 if skipped or (dry_run and found) else 0
