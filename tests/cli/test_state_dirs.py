@@ -72,3 +72,29 @@ def test_recover_writes_no_checkpoint_entry_for_the_copy(two_incarnations: Path)
     v = run("verify", ld, "--format", "json")
     assert v.code == 0 and not [f for f in json.loads(v.out)["findings"]
                                 if f["severity"] != "info"], v.out
+
+
+def test_two_dirs_of_one_topic_partition_are_an_error_and_nothing_changes_them(
+        two_incarnations: Path) -> None:
+    # s-0 and s-00 parse to the same partition, as Java's parseInt reads them; a broker
+    # refuses to start on both (duplicate log directories)
+    ld = two_incarnations
+    shutil.rmtree(ld / "s-0.0123456789abcdef0123456789abcdef-delete")
+    shutil.copytree(ld / "s-0", ld / "s-00")
+    before = _listing(ld)
+    v = run("verify", ld, "--format", "json")
+    dup = [f for f in json.loads(v.out)["findings"] if f["code"] == "PARTITION_DUPLICATE"]
+    assert v.code == 4 and len(dup) == 1 and dup[0]["file"] == str(ld / "s-00")
+    for args in (["retain", "--retention-ms", "1", "--now", NOW], ["recover", "--full"],
+                 ["compact", "--all", "--force", "--now", NOW]):
+        r = run(*args, ld)
+        assert (r.code, r.err) == (8, f"kafkalog: error: {ld / 's-00'}: the same "
+                                      f"topic-partition as {ld / 's-0'} (a broker refuses to "
+                                      "start on both); move one out of the log dir and run "
+                                      "again\n"), args
+        assert _listing(ld) == before
+
+
+def _listing(ld: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(ld)): p.read_bytes() for p in sorted(ld.rglob("*"))
+            if p.is_file()}

@@ -155,6 +155,11 @@ class CurrentFormat:
                                                    ordered):
                 if part.state:  # a -stray, -delete or -future copy: the checkpoints are not its
                     continue
+                if part.key in leos:
+                    f.add(ERROR, "PARTITION_DUPLICATE", part.path, None,
+                          f"a second dir for {part.topic}-{part.partition} (its number "
+                          "parses the same): a broker refuses to start (duplicate log "
+                          "directories)", fix="move one of the two out of the log dir")
                 leos[part.key] = leo
                 if part.segments:
                     firsts[part.key] = part.segments[0].base_offset

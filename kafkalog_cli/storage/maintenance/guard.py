@@ -9,6 +9,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage.disk.lock import LogDirLock
 from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.naming import LOCK
@@ -61,6 +62,14 @@ def quarantines(parts: list[Any], where: Path | None, *, enabled: bool = True,
 
 
 def _refuse_interrupted(parts: list[Any], ok: bool) -> list[Any]:
+    seen: dict[tuple[Path, Any], Path] = {}
+    for part in parts:
+        if isinstance(part, PartitionDir) and part.name is not None and not part.state:
+            other = seen.setdefault((part.path.parent.resolve(), part.key), part.path)
+            if other != part.path:  # s-0 and s-00: whose checkpoint entries would these be?
+                raise KafkalogError(f"{part.path}: the same topic-partition as {other} (a "
+                                    "broker refuses to start on both); move one out of the "
+                                    "log dir and run again")
     for part in parts:
         if not ok:
             part.refuse_if_interrupted()
