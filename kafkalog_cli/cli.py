@@ -113,7 +113,9 @@ def root(ctx: click.Context, debug: bool, quiet: bool, verbose: int, color: str,
 
 def _error(msg: str) -> None:
     if sys.stderr is not None:
-        sys.stderr.write(f"kafkalog: error: {msg}\n")
+        from kafkalog_cli.output.console import one_line
+
+        sys.stderr.write(f"kafkalog: error: {one_line(msg)}\n")
 
 
 def _closed_std_streams() -> bool:

@@ -10,7 +10,7 @@ import click
 from kafkalog_cli.commands import chunked, options
 from kafkalog_cli.commands.common import partition_bytes, runs
 from kafkalog_cli.errors import EXIT_UNFIXED
-from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
+from kafkalog_cli.output.console import ESCAPE, one_line, paint, progress, settings
 from kafkalog_cli.output.render import make_renderer, write_document
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Finding, Findings
@@ -23,11 +23,12 @@ _SEVERITY_RANK = {ERROR: 0, WARNING: 1, INFO: 2}
 
 def _text(fd: Finding) -> str:
     where = fd.file if fd.position is None else f"{fd.file}:{fd.position}"
-    line = f"{paint(f'{fd.severity:<7}', fd.severity)} {fd.code:<26} {where}: {fd.message}"
+    text = f"{where}: {fd.message}"
     if fd.expected is not None or fd.found is not None:
-        line += f" (expected {fd.expected}, found {fd.found})"
+        text += f" (expected {fd.expected}, found {fd.found})"
+    line = f"{paint(f'{fd.severity:<7}', fd.severity)} {fd.code:<26} {one_line(text)}"
     if fd.fix:
-        line += f"\n        fix: {fd.fix}"
+        line += f"\n        fix: {one_line(fd.fix)}"
     return line
 
 

@@ -209,3 +209,16 @@ def test_ctrl_c_while_the_cli_is_imported_is_exit_32_and_one_line():
     p = subprocess.run([sys.executable, "-c", _INTERRUPTED_IMPORT], capture_output=True,
                        timeout=60)
     assert (p.returncode, p.stderr) == (32, b"kafkalog: error: interrupted\n")
+
+
+def test_a_name_with_a_newline_or_an_escape_keeps_findings_and_errors_on_one_line(sample):
+    # a file name may hold any byte but / and NUL: raw, a newline split a finding (or an
+    # error) in two for a script reading lines, and an escape sequence reached the terminal
+    (sample / "demo-0" / "notes\nerror   FAKE \x1b[2J").write_bytes(b"x")
+    r = run("verify", sample / "demo-0")
+    lines = [x for x in r.out.decode().splitlines() if "notes" in x]
+    assert lines == [f"warning UNKNOWN_FILE               {sample / 'demo-0'}/notes\\x0aerror"
+                     "   FAKE \\x1b[2J: not a file Kafka writes in a partition dir"]
+    assert "\x1b" not in r.out.decode()
+    r = run("dump", sample / "no\nsuch")
+    assert r.code == OPERATIONAL and r.err.count("\n") == 1 and "no\\x0asuch" in r.err
