@@ -12,7 +12,13 @@ from typing import Any
 import click
 
 from kafkalog_cli import __version__
-from kafkalog_cli.errors import EXIT_INTERRUPTED, EXIT_OPERATIONAL, EXIT_USAGE, KafkalogError
+from kafkalog_cli.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_OPERATIONAL,
+    EXIT_USAGE,
+    KafkalogError,
+    one_line,
+)
 
 # command name -> (module, one-line summary). Modules are imported only when run.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -113,8 +119,6 @@ def root(ctx: click.Context, debug: bool, quiet: bool, verbose: int, color: str,
 
 def _error(msg: str) -> None:
     if sys.stderr is not None:
-        from kafkalog_cli.output.console import one_line
-
         sys.stderr.write(f"kafkalog: error: {one_line(msg)}\n")
 
 

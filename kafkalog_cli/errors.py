@@ -94,3 +94,12 @@ class LockHeld(KafkalogError):
 
 class LogDirIOError(KafkalogError):
     pass
+
+
+_LINE_BREAKERS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f]}
+
+
+def one_line(s: str) -> str:
+    """`s` with control characters, newline included, as \\xNN: a file name that holds one
+    cannot split an error line or a finding in two, nor reach the terminal as an escape."""
+    return s.translate(_LINE_BREAKERS)

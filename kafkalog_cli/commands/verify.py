@@ -9,8 +9,8 @@ import click
 
 from kafkalog_cli.commands import chunked, options
 from kafkalog_cli.commands.common import partition_bytes, runs
-from kafkalog_cli.errors import EXIT_UNFIXED
-from kafkalog_cli.output.console import ESCAPE, one_line, paint, progress, settings
+from kafkalog_cli.errors import EXIT_UNFIXED, one_line
+from kafkalog_cli.output.console import ESCAPE, paint, progress, settings
 from kafkalog_cli.output.render import make_renderer, write_document
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Finding, Findings

@@ -71,15 +71,6 @@ def shown(s: str) -> str:
     return s
 
 
-_LINE_BREAKERS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f]}
-
-
-def one_line(s: str) -> str:
-    """`s` with control characters, newline included, as \\xNN: a file name that holds one
-    cannot split a finding or an error line in two, nor reach the terminal as an escape."""
-    return s.translate(_LINE_BREAKERS)
-
-
 def escape_std_streams() -> None:
     """Text written to stdout and stderr shows such bytes as \\xNN too, never fails."""
     for stream in (sys.stdout, sys.stderr):
