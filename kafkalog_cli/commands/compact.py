@@ -35,6 +35,7 @@ from kafkalog_cli.storage.maintenance.compaction import (
 from kafkalog_cli.storage.maintenance.guard import quarantines
 from kafkalog_cli.storage.maintenance.offset_map import ENTRY
 from kafkalog_cli.storage.maintenance.quarantine import Quarantine
+from kafkalog_cli.storage.maintenance.replace import UNFINISHED_DELETION
 from kafkalog_cli.storage.maintenance.retention import remove_deleted
 
 MAX_ROUNDS = 1000
@@ -177,7 +178,7 @@ def _compact_partition(part: PartitionDir, log_dir: Path, cfg: CleanerConfig, no
     entry: dict[str, Any] = {**partition_fields(part), "rounds": []}
     if not dry_run:  # a stopped run's `.deleted` files, which a broker's load deletes
         remove_deleted(part.path, q, older_than_ms=None, log_dir=log_dir,
-                       reason="left by a deletion that did not finish")
+                       reason=UNFINISHED_DELETION)
     for _ in range(max_rounds):
         # where the dirty range can start: the checkpoint's offset, or the log start
         state, aborted, log_end, records_from = replay(

@@ -91,8 +91,8 @@ def atomic_write(path: Path, data: bytes | BinaryIO, *, root: Path,
 
 
 # the most a checkpoint, leader-epoch-checkpoint, partition.metadata or producer snapshot
-# is read to: a broker's hold one line or entry a partition or producer, far less; a bigger
-# (crafted, or sparse) file is corrupt, not read whole into memory
+# is read to: a broker writes one line or entry per partition or producer, far less than
+# this; a bigger (crafted, or sparse) file is corrupt, not read whole into memory
 MAX_SMALL_FILE = 64 * 1024 * 1024
 
 

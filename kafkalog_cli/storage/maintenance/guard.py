@@ -34,11 +34,11 @@ def lock_dirs(parts: list[Any], stack: ExitStack, *, dry_run: bool = False,
             if LogDirLock(root).held_elsewhere():
                 warn(f"{root / LOCK}: held by another process (a running broker?): what "
                      "this dry run reports may change under it")
-        return _refuse_interrupted(parts, interrupted_ok)
+        return _refusals(parts, interrupted_ok)
     for root in roots:
         stack.enter_context(LogDirLock(root))
     _refuse_links(parts, roots, writes)
-    return _refuse_interrupted([p.rescan() for p in parts],
+    return _refusals([p.rescan() for p in parts],
                                interrupted_ok)
 
 
@@ -61,7 +61,9 @@ def quarantines(parts: list[Any], where: Path | None, *, enabled: bool = True,
     return qs
 
 
-def _refuse_interrupted(parts: list[Any], ok: bool) -> list[Any]:
+def _refusals(parts: list[Any], ok: bool) -> list[Any]:
+    """Two dirs of one topic-partition, an interrupted replacement (unless `ok`), a
+    segment's file that is not a file: each refused before anything changes."""
     seen: dict[tuple[Path, Any], Path] = {}
     for part in parts:
         if isinstance(part, PartitionDir) and part.name is not None and not part.state:

@@ -41,19 +41,21 @@ def _rename(src: Path, dst: Path, step: str) -> None:
     crash_point(step + ".after")
 
 
-def to_deleted(p: Path, quarantine: Quarantine | None, log_dir: Path, step: str) -> None:
+# why a `.deleted` file a stopped run left is removed (as the broker's load removes it)
+UNFINISHED_DELETION = "left by a deletion that did not finish"
+
+
+def to_deleted(p: Path, quarantine: Quarantine | None, step: str) -> None:
     """Rename segment file `p` to `.deleted`. A `.deleted` file of that name already there
     (an earlier run stopped between its rename and its removal) goes to the quarantine
     first: the rename would otherwise replace it, and the original bytes it holds with it."""
     dst = p.with_name(p.name + naming.DELETED)
     if os.path.lexists(dst):
         if quarantine is not None:
-            quarantine.remove(dst, "left by a deletion that did not finish")
+            quarantine.remove(dst, UNFINISHED_DELETION)
         else:
-            safety.unlink(dst, log_dir)
-    crash_point(step + ".before")
-    safety.rename(p, dst, log_dir)
-    crash_point(step + ".after")
+            safety.unlink(dst, p.parent.parent)
+    _rename(p, dst, step)
 
 
 def replace_segments(directory: Path, new_bases: list[int], old_bases: list[int],
@@ -79,7 +81,7 @@ def replace_segments(directory: Path, new_bases: list[int], old_bases: list[int]
         for kind in kinds:
             p = directory / naming.segment_file_name(base, kind)
             if p.exists():
-                to_deleted(p, quarantine, directory.parent, "replace.old-to-deleted")
+                to_deleted(p, quarantine, "replace.old-to-deleted")
     for base in sorted(new_bases):
         for p, plain in files(base, naming.SWAP):
             _rename(p, plain, "replace.strip-swap")
@@ -113,7 +115,7 @@ def plan_temp_file_passes(directory: Path) -> list[LoaderAction]:
             continue
         if fn.temp == naming.DELETED:
             actions.append(LoaderAction("remove", directory / name, None,
-                                        "left by a deletion that did not finish"))
+                                        UNFINISHED_DELETION))
         elif fn.temp == naming.CLEANED:
             cleaned.append((fn.offset, name))
         elif fn.temp == naming.SWAP:

@@ -173,7 +173,7 @@ def apply_retention(plan: RetentionPlan, quarantine: Quarantine | None, *, delet
         for kind in _RETIRED_KINDS:
             p = d / naming.segment_file_name(v.segment.base_offset, kind)
             if p.exists():
-                to_deleted(p, quarantine, log_dir, "retain.to-deleted")
+                to_deleted(p, quarantine, "retain.to-deleted")
     if fsync:
         fsync_dir(d)
     if delete_now:
