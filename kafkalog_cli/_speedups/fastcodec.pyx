@@ -784,6 +784,30 @@ cdef int _grow(Buf* b, Py_ssize_t extra) except -1:
     return 0
 
 
+# The record writers below build a chunk of lines in one buffer. A fresh buffer grown to a
+# chunk's size (megabytes) cost a realloc copy of it at every doubling, per chunk: one is
+# kept between calls instead, up to _KEEP bytes (memory stays bounded). A nested call (the
+# records iterable running Python code that writes too) finds none kept and makes its own.
+cdef Buf _kept
+_kept.p = NULL
+_kept.n = 0
+_kept.cap = 0
+cdef Py_ssize_t _KEEP = 16 << 20
+
+
+cdef inline void _take(Buf* b) noexcept:
+    b.p, b.cap, b.n = _kept.p, _kept.cap, 0
+    _kept.p, _kept.cap = NULL, 0
+
+
+cdef inline void _give(Buf* b) noexcept:
+    if _kept.p == NULL and b.cap <= _KEEP:
+        _kept.p, _kept.cap = b.p, b.cap
+    else:
+        free(b.p)
+    b.p = NULL
+
+
 cdef inline int _put(Buf* b, const char* s, Py_ssize_t n) except -1:
     _grow(b, n)
     memcpy(b.p + b.n, s, n)
@@ -812,42 +836,47 @@ cdef inline int _put_int(Buf* b, object v) except -1:
     return _put_i64(b, v)
 
 
+# what _visible writes for a byte that is not part of a longer valid sequence: ASCII as it is
+# (1 byte), any other as the four characters \\xNN; and which bytes may start one
+cdef uint32_t _VIS4[256]
+cdef unsigned char _VISN[256]
+cdef unsigned char _LEAD[256]
+for _k in range(256):
+    _e = bytes([_k]) if _k < 0x80 else b"\\x%02x" % _k
+    _VIS4[_k] = int.from_bytes(_e.ljust(4, b"\0"), "little")
+    _VISN[_k] = len(_e)
+    _LEAD[_k] = 1 if 0xC2 <= _k <= 0xF4 else 0
+
+
 cdef int _visible(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
     """utf8_visible's text, as UTF-8: valid sequences as they are, any other byte as the
     four characters \\xNN."""
-    cdef Py_ssize_t i = 0, j, L, k
+    cdef Py_ssize_t i = 0, L
     cdef uint64_t w
     cdef unsigned char c
-    _grow(b, n * 4)
+    cdef char* o
+    _grow(b, n * 4)  # room for 4 bytes at every input byte: stores below may write 4
+    o = b.p + b.n  # a local cursor: stores through b would reload b.p for every byte
     while i < n:
-        j = i
-        while j + 8 <= n:  # a run of ASCII: one copy
-            memcpy(&w, s + j, 8)
-            if w & 0x8080808080808080ULL:
-                break
-            j += 8
-        while j < n and s[j] < 0x80:
-            j += 1
-        if j > i:
-            memcpy(b.p + b.n, s + i, j - i)
-            b.n += j - i
-            i = j
-            if i >= n:
-                break
+        if i + 8 <= n:  # eight ASCII bytes at once, while they last
+            memcpy(&w, s + i, 8)
+            if not (w & 0x8080808080808080ULL):
+                memcpy(o, &w, 8)
+                o += 8
+                i += 8
+                continue
         c = s[i]
-        L = _valid_len(s, i, n)
-        if L:
-            for k in range(L):
-                b.p[b.n + k] = s[i + k]
-            b.n += L
-            i += L
-        else:
-            b.p[b.n] = 92  # backslash
-            b.p[b.n + 1] = 120  # x
-            b.p[b.n + 2] = _HEX[c >> 4]
-            b.p[b.n + 3] = _HEX[c & 15]
-            b.n += 4
-            i += 1
+        if _LEAD[c]:  # binary data: the one branch most bytes do not take
+            L = _valid_len(s, i, n)
+            if L:
+                memcpy(o, s + i, L)
+                o += L
+                i += L
+                continue
+        memcpy(o, &_VIS4[c], 4)  # little-endian, as the table was built
+        o += _VISN[c]
+        i += 1
+    b.n = o - b.p
     return 0
 
 
@@ -1008,9 +1037,7 @@ def records_jsonl(records, bytes prefix, bytes timestamp_type, int mode):
     cdef Buf b
     cdef Py_ssize_t klen
     cdef const char* ks
-    b.p = NULL
-    b.n = 0
-    b.cap = 0
+    _take(&b)
     try:
         for r in records:
             _put(&b, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
@@ -1040,7 +1067,7 @@ def records_jsonl(records, bytes prefix, bytes timestamp_type, int mode):
             _put(&b, b"}\n", 2)
         return PyBytes_FromStringAndSize(b.p, b.n)
     finally:
-        free(b.p)
+        _give(&b)
 
 
 # -- kafka-dump-log text for dump --------------------------------------------------------------
@@ -1069,9 +1096,7 @@ def records_text(records, bytes timestamp_type, int mode, bint print_data):
     cdef const char* ks
     cdef const char* tt = PyBytes_AS_STRING(timestamp_type)
     cdef Py_ssize_t ttn = PyBytes_GET_SIZE(timestamp_type)
-    b.p = NULL
-    b.n = 0
-    b.cap = 0
+    _take(&b)
     try:
         for r in records:
             key = r.key
@@ -1105,7 +1130,7 @@ def records_text(records, bytes timestamp_type, int mode, bint print_data):
             _put(&b, b"\n", 1)
         return PyBytes_FromStringAndSize(b.p, b.n)
     finally:
-        free(b.p)
+        _give(&b)
 
 
 # -- records as Arrow columns ---------------------------------------------------------------

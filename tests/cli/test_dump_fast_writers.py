@@ -171,3 +171,35 @@ def test_text_lines_unit():
                 "sequence": r.sequence}, print_data).encode() + b"\n" for r in recs)
             assert records_text(recs, b"CreateTime", mode, print_data) == want
     assert records_text([], b"CreateTime", 0, True) == b""
+
+
+def test_writers_keep_one_buffer_safely():
+    """The writers keep their buffer between calls (fastcodec's _take/_give): a call nested
+    in another's records iterable, and chunks past the size kept, still give each call its
+    own bytes, equal to a plain call's."""
+    pytest.importorskip("kafkalog_cli._speedups.fastcodec")
+    from kafkalog_cli._speedups.fastcodec import records_jsonl, records_text
+
+    from kafkalog_cli.codec.model import Record
+
+    small = [Record(i, 1000 + i, b"k%d" % i, b"v\xff" * i, [], i, 0) for i in range(50)]
+    big = [Record(i, 0, None, bytes(range(256)) * 4096, [], -1, 0) for i in range(20)]  # 20 MiB+
+    alone_text = records_text(small, b"CreateTime", 0, True)
+    alone_jsonl = records_jsonl(small, b'{"kind":"record","offset":', b"CreateTime", 0)
+    nested: list[bytes] = []
+
+    def iterate():
+        for r in small:
+            nested.append(records_text(small, b"CreateTime", 0, True))
+            nested.append(records_jsonl(small, b'{"kind":"record","offset":', b"CreateTime", 0))
+            yield r
+
+    assert records_text(iterate(), b"CreateTime", 0, True) == alone_text
+    assert set(nested) == {alone_text, alone_jsonl}
+    big_text = records_text(big, b"CreateTime", 0, True)
+    value = big[0].value.decode("utf-8", "backslashreplace").encode()
+    assert big_text == b"".join(
+        b"| offset: %d CreateTime: 0 keySize: -1 valueSize: %d sequence: -1 headerKeys: [] "
+        b"payload: %s\n" % (r.offset, len(r.value), value) for r in big)
+    assert records_text(small, b"CreateTime", 0, True) == alone_text  # after the big one
+    assert records_jsonl(small, b'{"kind":"record","offset":', b"CreateTime", 0) == alone_jsonl
