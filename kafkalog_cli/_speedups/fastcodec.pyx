@@ -880,12 +880,6 @@ cdef int _visible(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
     return 0
 
 
-# bytes a JSON string can hold as they are: printable ASCII other than '"' and '\\'
-cdef unsigned char _SAFE[256]
-for _k in range(256):
-    _SAFE[_k] = 1 if 0x20 <= _k < 0x80 and _k != 34 and _k != 92 else 0
-
-
 cdef inline bint _word_safe(const unsigned char* s) noexcept nogil:
     """All 8 bytes plain (SWAR): no high bit, none below 0x20, no '"' and no '\\'."""
     cdef uint64_t w, q
@@ -905,67 +899,59 @@ cdef inline bint _word_safe(const unsigned char* s) noexcept nogil:
     return 1
 
 
+# what _json_str writes for one byte: printable ASCII as it is, '"' and '\\' and control
+# characters as JSON escapes (orjson's), any byte of 0x80 and up as the visible escape \\xNN,
+# itself escaped for JSON (\\\\xNN); little-endian, at most 6 bytes of the 8
+cdef uint64_t _JSON8[256]
+cdef unsigned char _JSONN[256]
+_SHORT = {8: b"\\b", 9: b"\\t", 10: b"\\n", 12: b"\\f", 13: b"\\r", 34: b'\\"', 92: b"\\\\"}
+for _k in range(256):
+    if _k in _SHORT:
+        _e = _SHORT[_k]
+    elif _k < 0x20:
+        _e = b"\\u%04x" % _k
+    elif _k < 0x80:
+        _e = bytes([_k])
+    else:
+        _e = b"\\\\x%02x" % _k
+    _JSON8[_k] = int.from_bytes(_e.ljust(8, b"\0"), "little")
+    _JSONN[_k] = len(_e)
+
+
 cdef int _json_str(Buf* b, const unsigned char* s, Py_ssize_t n, bint visible) except -1:
     """A JSON string of UTF-8 text (visible: invalid bytes become the text \\xNN)."""
-    cdef Py_ssize_t i = 0, j, L, k
+    cdef Py_ssize_t i = 0, L
     cdef unsigned char c
-    _grow(b, n * 6 + 2)
-    b.p[b.n] = 34
-    b.n += 1
+    cdef char* o
+    _grow(b, n * 6 + 10)  # 6 bytes an input byte at most, and the 8 a table store writes
+    o = b.p + b.n
+    o[0] = 34
+    o += 1
     while i < n:
-        j = i
-        while j + 8 <= n and _word_safe(s + j):  # a run of plain bytes: one copy
-            j += 8
-        while j < n and _SAFE[s[j]]:
-            j += 1
-        if j > i:
-            memcpy(b.p + b.n, s + i, j - i)
-            b.n += j - i
-            i = j
-            if i >= n:
-                break
-        c = s[i]
-        if c >= 0x80:
-            L = _valid_len(s, i, n) if visible else 1
-            if L:
-                for k in range(L):
-                    b.p[b.n + k] = s[i + k]
-                b.n += L
-                i += L
-            else:  # the visible escape \xNN, itself escaped for JSON: \\xNN
-                b.p[b.n] = 92
-                b.p[b.n + 1] = 92
-                b.p[b.n + 2] = 120
-                b.p[b.n + 3] = _HEX[c >> 4]
-                b.p[b.n + 4] = _HEX[c & 15]
-                b.n += 5
-                i += 1
+        if i + 8 <= n and _word_safe(s + i):  # eight plain bytes at once
+            memcpy(o, s + i, 8)
+            o += 8
+            i += 8
             continue
-        if c == 34 or c == 92:
-            b.p[b.n] = 92
-            b.p[b.n + 1] = c
-            b.n += 2
-        elif c >= 0x20:
-            b.p[b.n] = c
-            b.n += 1
-        elif c == 10:
-            b.p[b.n] = 92; b.p[b.n + 1] = 110; b.n += 2
-        elif c == 9:
-            b.p[b.n] = 92; b.p[b.n + 1] = 116; b.n += 2
-        elif c == 13:
-            b.p[b.n] = 92; b.p[b.n + 1] = 114; b.n += 2
-        elif c == 8:
-            b.p[b.n] = 92; b.p[b.n + 1] = 98; b.n += 2
-        elif c == 12:
-            b.p[b.n] = 92; b.p[b.n + 1] = 102; b.n += 2
-        else:
-            memcpy(b.p + b.n, b"\\u00", 4)
-            b.p[b.n + 4] = _HEX[c >> 4]
-            b.p[b.n + 5] = _HEX[c & 15]
-            b.n += 6
+        c = s[i]
+        if visible:  # the same for every byte: the branch that costs is _LEAD's
+            if _LEAD[c]:
+                L = _valid_len(s, i, n)
+                if L:
+                    memcpy(o, s + i, L)
+                    o += L
+                    i += L
+                    continue
+        elif c >= 0x80:  # text already valid UTF-8 (a header key): as it is
+            o[0] = <char>c
+            o += 1
+            i += 1
+            continue
+        memcpy(o, &_JSON8[c], 8)
+        o += _JSONN[c]
         i += 1
-    b.p[b.n] = 34
-    b.n += 1
+    o[0] = 34
+    b.n = o + 1 - b.p
     return 0
 
 
