@@ -30,8 +30,12 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
+from kafkalog_cli.codec.java_utf8 import ERRORS as _JAVA_NAME
 from kafkalog_cli.codec.model import Record
 from kafkalog_cli.errors import CorruptBatch
+
+cdef bytes _JAVA_BYTES = _JAVA_NAME.encode()
+cdef const char* _JAVA = _JAVA_BYTES  # the error handler header keys decode with (as Kafka)
 
 cdef extern from *:
     """
@@ -73,7 +77,6 @@ cdef enum:
     E_HEADER_COUNT = 8
     E_HEADER_KEY_NULL = 9
     E_HEADER_PAST = 10
-    E_HEADER_KEY_UTF8 = 11
     E_OFFSET_OVERFLOW = 12   # base + delta past a long (Java would wrap it)
     E_TIMESTAMP_OVERFLOW = 13
 
@@ -281,7 +284,6 @@ cdef int _check_headers(const unsigned char *p, int64_t end, int64_t *ppos, int6
                         Rec *r, Err *err) except -1:
     """_decode_headers' checks, building nothing."""
     cdef int64_t pos = ppos[0]
-    cdef int64_t kstart
     cdef int32_t n, klen, vlen
     cdef int rc
     cdef Py_ssize_t j
@@ -298,7 +300,6 @@ cdef int _check_headers(const unsigned char *p, int64_t end, int64_t *ppos, int6
             return _fail(err, rc, pos, 0)
         if klen < 0:
             return _fail(err, E_HEADER_KEY_NULL, pos, 0)
-        kstart = pos
         pos += klen
         # the pure slice is clamped, the value length read right after it then fails
         rc = _varint(p, end, &pos, &vlen, E_VARINT_PAST)
@@ -308,8 +309,8 @@ cdef int _check_headers(const unsigned char *p, int64_t end, int64_t *ppos, int6
             pos += vlen
         if pos > rec_end:
             return _fail(err, E_HEADER_PAST, pos, 0)
-        if not _utf8_ok(p + kstart, klen):  # in range: it ends before the value length
-            return _fail(err, E_HEADER_KEY_UTF8, pos, 0)
+        # a key that is not UTF-8 is no error: Kafka reads it as a Java String (U+FFFD for
+        # malformed parts, DefaultRecord.readHeaders), and consumers get the record
     ppos[0] = pos
     return 0
 
@@ -398,7 +399,7 @@ cdef list _header_list(const unsigned char *p, int64_t end, Rec *r):
     cdef tuple pair
     for j in range(r.hcount):
         _varint(p, end, &pos, &klen, E_PREMATURE)
-        hkey = PyUnicode_DecodeUTF8(<const char *>p + pos, klen, NULL)
+        hkey = PyUnicode_DecodeUTF8(<const char *>p + pos, klen, _JAVA)  # as Kafka
         pos += klen
         _varint(p, end, &pos, &vlen, E_PREMATURE)
         if vlen >= 0:
@@ -603,8 +604,6 @@ cdef _raise(Err *e):
         msg = "header key is null"
     elif code == E_HEADER_PAST:
         msg = "record header runs past the record"
-    elif code == E_HEADER_KEY_UTF8:
-        msg = "header key is not valid UTF-8"
     elif code == E_OFFSET_OVERFLOW:
         msg = _OFFSET_OVERFLOW
     elif code == E_TIMESTAMP_OVERFLOW:
@@ -1254,7 +1253,12 @@ cdef class RecordColumns:
         return _put1(&self.b[C_TS_VALID], valid)
 
     cdef int _header(self, const char* k, int64_t klen, const char* v, int64_t vlen) except -1:
-        _put(&self.b[C_HK_DATA], k, klen)
+        cdef bytes fixed
+        if _utf8_ok(<const unsigned char*>k, <int32_t>klen):
+            _put(&self.b[C_HK_DATA], k, klen)
+        else:  # an Arrow string is UTF-8: the key as Kafka reads it (U+FFFD), as the rows do
+            fixed = PyUnicode_DecodeUTF8(k, klen, _JAVA).encode("utf-8")
+            _put(&self.b[C_HK_DATA], PyBytes_AS_STRING(fixed), PyBytes_GET_SIZE(fixed))
         _put_offset(&self.b[C_HK_OFFS], &self.b[C_HK_DATA])
         _put_binary(&self.b[C_HV_VALID], &self.b[C_HV_OFFS], &self.b[C_HV_DATA], v, vlen)
         self.nheaders += 1

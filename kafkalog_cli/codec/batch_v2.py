@@ -17,6 +17,7 @@ from typing import Final
 from kafkalog_cli.codec import compression as codecs
 from kafkalog_cli.codec.checksum import crc32c
 from kafkalog_cli.codec.control import ControlInfo, parse_control
+from kafkalog_cli.codec.java_utf8 import java_utf8
 from kafkalog_cli.codec.layout import (
     ATTR_CODEC_MASK,
     ATTR_CONTROL,
@@ -311,10 +312,9 @@ def _decode_headers(data: bytes, pos: int, rec_end: int) -> tuple[list[Header], 
             hval = None
         if pos > rec_end:
             raise CorruptBatch("record header runs past the record", pos=pos)
-        try:
-            headers.append((hkey.decode("utf-8"), hval))
-        except UnicodeDecodeError:
-            raise CorruptBatch("header key is not valid UTF-8", pos=pos) from None
+        # not UTF-8 is no error: Kafka reads the key as a Java String (U+FFFD for malformed
+        # parts, DefaultRecord.readHeaders), and consumers get the record
+        headers.append((java_utf8(hkey), hval))
     return headers, pos
 
 
