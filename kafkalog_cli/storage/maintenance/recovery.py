@@ -150,7 +150,7 @@ def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | No
             batches += 1
             with contextlib.suppress(CorruptDataError):
                 records += b.count
-            first = b.last_offset if first is None else first
+            first = b.base_offset if first is None else first
             last = b.last_offset
     _n, unsearched = scan_after(path, CURRENT, start, count)
     return batches, records, first, last, unsearched
@@ -277,7 +277,7 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
     LogLoader does; False (and a problem) when whole batches follow and not `force`."""
     seg, later = segs[i], segs[i + 1:]
     stop = r.stop.reason if r.stop else "incomplete batch at the end"
-    nb, nrec, first, last, unsearched = _count_after(seg.log_path, r.valid_bytes)
+    nb, nrec, _first, last, unsearched = _count_after(seg.log_path, r.valid_bytes)
     later_batches = later_records = 0
     for s in later:
         b, n, _first, _last, gave_up = _count_after(s.log_path, -1)
@@ -290,11 +290,13 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
     if not force and cut_refused(plan.problems, seg.log_path, r.valid_bytes, stop,
                                  unsearched, follows, "a broker"):
         return False
+    # every offset from the new log end on goes, the damaged batch's too (its records cannot
+    # be counted: `records` are those of the whole batches after it)
+    cut_from = r.next_offset if r.next_offset is not None else seg.base_offset
     plan.actions.append(Action(
         "truncate", seg.log_path, f"{stop} (everything from here on is invalid)",
         start=r.valid_bytes, end=r.file_size,
-        offsets=(first, last) if first is not None and last is not None else None,
-        records=nrec))
+        offsets=(cut_from, last) if last is not None else None, records=nrec))
     _index_actions(plan, seg, r, cap, interval)
     for s in later:
         for kind in (naming.LOG, naming.INDEX, naming.TIMEINDEX, naming.TXNINDEX):
