@@ -113,3 +113,13 @@ def test_dump_jsonl_record_count_matches_readme_for_a_whole_log_dir():
     assert len(rows) == want
     assert {r["kind"] for r in rows} == {"record"}
     assert {(r["topic"], r["partition"]) for r in rows} >= {("first_topic", 0), ("new_topic", 0)}
+
+
+def test_info_first_offset_is_the_0_9_consumers_first():
+    """info's firstOffset of magic 0 partitions, compressed ones too (a wrapper carries only
+    its last inner offset), equals the first offset the 0.9 consumer fetched."""
+    from kafkalog_cli.storage.queries.overview import partition_info
+
+    for tp, want in LEGACY.items():
+        info = partition_info(open_target(CORPUS / "kafka-0.9-legacy" / tp).partition)
+        assert info.first_offset == want["first_offset"], tp

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalog_cli.codec import compression
+from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.checks.check import clean_headers
 from kafkalog_cli.storage.disk import fs, naming
@@ -67,6 +69,19 @@ def _add(info: PartitionInfo, batches: int, first: int, last: int, first_ts: int
             else max(info.max_timestamp, max_ts)
 
 
+def _first_offset(b: Batch, needed: bool) -> int:
+    """A batch's first offset. A compressed magic 0/1 wrapper carries only its last inner
+    offset: the first is read from its inner messages (as Kafka's baseOffset() does, and
+    dump), for the partition's first batch only, where firstOffset shows it."""
+    if b.magic == 2 or not b.compression:
+        return b.base_offset if b.magic == 2 else b.last_offset
+    if needed:
+        with contextlib.suppress(CorruptDataError):
+            b.records()  # under the default cap; a wrapper that does not inflate keeps its own
+            return b.base_offset
+    return b.last_offset
+
+
 def lock_state(ld: LogDir) -> str:
     """'held' if another process holds .lock, 'free' if not, 'absent' without a .lock file."""
     p = ld.path / naming.LOCK
@@ -103,7 +118,7 @@ def partition_info(part: PartitionDir, bases: set[int] | None = None) -> Partiti
         info.bytes += seg.size
         for _pos, b in seg.batches():
             ts = b.max_timestamp
-            _add(info, 1, b.base_offset if b.magic == 2 else b.last_offset, b.last_offset,
+            _add(info, 1, _first_offset(b, info.first_offset is None), b.last_offset,
                  ts, ts, [compression.name(b.compression)], b.magic)
     if info.log_end_offset is None and segments:
         info.log_end_offset = segments[-1].base_offset
