@@ -144,10 +144,13 @@ def command(paths: tuple[str, ...], fmt: str, now: int | None, max_transaction_t
         found, damaged = damaged - before, before
         return row, found
 
+    # every PATH opened before a row is written: a bad one is an error with no output, not a
+    # json document cut off after the rows of the paths before it
+    targets = [open_target(p) for p in paths]
     out = make_renderer(fmt, text_line, flatten=FLATTEN)
     hanging = 0
-    for p in paths:
-        for row, found in parallel.ordered(open_target(p).partitions(), one, jobs):
+    for target in targets:
+        for row, found in parallel.ordered(target.partitions(), one, jobs):
             damaged += found
             hanging += sum(1 for t in row["open"] if t["hanging"])
             if show_all or row["open"] or row["aborted"] or row["notes"]:

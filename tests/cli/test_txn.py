@@ -157,3 +157,14 @@ def test_snapshot_at_the_log_end_disagreeing_is_noted(ld):
                 ld / "t-0" / "00000000000000000010.snapshot")  # no open txn in it
     _r, rows = report(ld, "--now", T0)
     assert any("snapshot 10 lists open transactions {}" in n for n in rows[0]["notes"])
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "table"])
+def test_a_bad_path_after_good_ones_writes_no_rows(tmp_path, fmt):
+    """Every PATH is opened before a row is written: a missing one is exit 8 with empty
+    stdout in every format, not a json array cut off after the rows of the paths before."""
+    good = tmp_path / "ld"
+    assert run("generate", str(good), "--transactions").code == 0
+    assert run("txn", str(good), "--all", "--format", fmt).out  # rows there alone
+    r = run("txn", str(good), str(tmp_path / "missing"), "--all", "--format", fmt)
+    assert r.code == 8 and r.out == b"" and "missing" in r.err
