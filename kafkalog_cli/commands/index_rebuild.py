@@ -109,6 +109,6 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
                                              finish_started=True):
                     changed, damaged = changed + c, damaged + d
     out.close()
-    if damaged or (changed and dry_run):
-        return EXIT_UNFIXED
-    return EXIT_FIXED if changed else 0
+    # OR-ed, as fsck's: files rewritten and damage left is 1 | 4
+    fixed = EXIT_FIXED if changed and not dry_run else 0
+    return fixed | (EXIT_UNFIXED if damaged or (changed and dry_run) else 0)

@@ -86,7 +86,8 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
 
     Then it verifies what it leaves: whatever `kafkalog verify` would still report as an
     error is listed as `left`, with the command that fixes it (often this one with --full
-    or --force), and the exit code is 4. Running it twice changes nothing the second time.
+    or --force), and the exit code has 4 in it (5 when it also changed something: the codes
+    are OR-ed). Running it twice changes nothing the second time.
 
     \b
     Examples:
@@ -113,6 +114,7 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 out.write(_text(r["actions"], r.get("problems", []), r["left"], dry_run) + "\n")
         if not (done.changed or done.problems or done.left) and not settings.quiet:
             out.write("nothing to do\n")
-    if done.problems or done.left or (dry_run and done.changed):
-        return EXIT_UNFIXED
-    return EXIT_FIXED if done.changed else 0
+    # OR-ed, as fsck's: a run that repaired one partition and left another is 1 | 4
+    fixed = EXIT_FIXED if done.changed and not dry_run else 0
+    return fixed | (EXIT_UNFIXED if done.problems or done.left or (dry_run and done.changed)
+                    else 0)

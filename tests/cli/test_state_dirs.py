@@ -124,3 +124,21 @@ def test_recover_reports_every_offset_it_cuts(tmp_path):
     cut = [a for a in json.loads(r.out)["partitions"][0]["actions"] if a["action"] == "truncate"]
     assert cut and cut[0]["offsets"] == [100, 399] and cut[0]["records"] == 280
     assert cut[0]["positions"][0] == starts[5] and log.stat().st_size == starts[5]
+
+
+def test_recover_exit_codes_are_or_ed(tmp_path):
+    """One partition repaired and one left (a cut refused without --force): 1 | 4 = 5, so a
+    script sees that the disk changed; each alone gives 1 and 4."""
+    import struct
+
+    for name in ("fixed", "left"):
+        assert run("generate", tmp_path / name, "--records", "200", "--batch-records", "20",
+                   "--segment-bytes", 1 << 20).code == 0
+    (tmp_path / "fixed" / "demo-0" / "00000000000000000000.index").unlink()  # rebuilt: 1
+    log = tmp_path / "left" / "demo-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[12 + struct.unpack_from(">i", data, 8)[0] + 70] ^= 0xFF  # 2nd of 10 batches: refused
+    log.write_bytes(bytes(data))
+    parts = [tmp_path / "fixed" / "demo-0", tmp_path / "left" / "demo-0"]
+    assert run("recover", *parts).code == 5
+    assert run("recover", parts[0]).code == 0 and run("recover", parts[1]).code == 4
