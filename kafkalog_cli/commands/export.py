@@ -120,7 +120,7 @@ def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,
         source_options.parse({**options, "path": paths[0]})
     except source_options.OptionError as e:
         raise UsageError(str(e)) from None
-    expand_paths(paths)
+    _refuse_overlap(out, expand_paths(paths))
     cols = tuple(c.strip() for c in partition_by.split(",") if c.strip()) if partition_by else ()
     session = Session(master, app_name="kafkalog export")
     try:
@@ -134,3 +134,18 @@ def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,
     note(f"exported {', '.join(paths)} to {out} ({fmt}{', batches' if batches else ''})")
     return 0
 
+
+def _refuse_overlap(out: str, sources: list[str]) -> None:
+    """OUT may not be a log dir read, lie inside one, or hold one: Spark's overwrite deletes
+    OUT first (the log dir with it), and a dir written inside a log dir stops a broker."""
+    if "://" in out:
+        return
+    o = os.path.realpath(out)
+    for src in sources:
+        if "://" in src:
+            continue
+        s = os.path.realpath(src)
+        if o == s or o.startswith(s.rstrip(os.sep) + os.sep) \
+                or s.startswith(o.rstrip(os.sep) + os.sep):
+            raise UsageError(f"OUT {out}: {'is' if o == s else 'overlaps'} the log dir read "
+                             f"({src}); write it elsewhere")

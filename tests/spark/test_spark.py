@@ -465,3 +465,18 @@ def test_shipped_package_zip_is_importable(tmp_path: Path) -> None:
 def test_executor_python_is_this_interpreter(spark: Any) -> None:
     got = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("sys").executable)
     assert got.collect() == [sys.executable]
+
+
+@pytest.mark.parametrize("where", ["same", "inside", "holds"])
+def test_export_out_may_not_overlap_the_log_dir(tmp_path, where):
+    """Spark's overwrite deletes OUT first: OUT equal to the log dir, inside it, or holding
+    it is refused (16) before a JVM starts, and the log dir is left as it was."""
+    ld = tmp_path / "ld"
+    assert run("generate", ld, "--records", "30").code == 0
+    before = sorted((p.relative_to(ld), p.read_bytes()) for p in ld.rglob("*") if p.is_file())
+    src, out = {"same": (ld, ld), "inside": (ld, ld / "out"),
+                "holds": (ld / "demo-0", ld)}[where]
+    r = run("export", src, "--to", "json", out, "--overwrite", "-j", "1")
+    assert r.code == 16 and "the log dir read" in r.err, r.err
+    assert sorted((p.relative_to(ld), p.read_bytes()) for p in ld.rglob("*")
+                  if p.is_file()) == before
