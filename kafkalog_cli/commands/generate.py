@@ -11,6 +11,7 @@ from kafkalog_cli.codec.compression import NAMES
 from kafkalog_cli.commands import options
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
+from kafkalog_cli.storage.disk.lock import LogDirLock
 from kafkalog_cli.storage.drills.generate import PRESETS
 from kafkalog_cli.storage.formats import formats
 
@@ -62,10 +63,10 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
       kafkalog generate /tmp/legacy --magic 0 --codec gzip --records 500
       kafkalog generate /tmp/drill --damage torn-tail --damage swap-leftover
     """
-    if out.exists():
+    if out.exists() or out.is_symlink():
         if not force:
             raise UsageError(f"{out} exists; pass --force to replace it")
-        shutil.rmtree(out)
+        _remove(out)
     fmt = next(f for f in formats() if f.name == layout)
     for line in fmt.generate(out, preset=preset, damages=damages, topics=topics,
                              partitions=partitions, records=records,
@@ -75,3 +76,13 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
                              jitter_ms=jitter_ms, segment_bytes=segment_bytes, seed=seed):
         note(line)
     return 0
+
+
+def _remove(out: Path) -> None:
+    """OUT gone, for --force: a link or a file itself (never what a link points to); a dir
+    only while its .lock is ours, so a running broker's log dir is refused (LockHeld)."""
+    if out.is_symlink() or not out.is_dir():
+        out.unlink()
+        return
+    with LogDirLock(out):
+        shutil.rmtree(out)

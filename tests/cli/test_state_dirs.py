@@ -142,3 +142,26 @@ def test_recover_exit_codes_are_or_ed(tmp_path):
     parts = [tmp_path / "fixed" / "demo-0", tmp_path / "left" / "demo-0"]
     assert run("recover", *parts).code == 5
     assert run("recover", parts[0]).code == 0 and run("recover", parts[1]).code == 4
+
+
+def test_generate_force_never_replaces_a_locked_dir_or_a_links_target(tmp_path):
+    """--force replaces OUT, but not a log dir whose .lock a broker holds (exit 8, nothing
+    removed), and for a symlink OUT only the link goes, never the dir it points to."""
+    import fcntl
+    import os
+
+    live = tmp_path / "live"
+    assert run("generate", live, "--records", "5").code == 0
+    files = sorted(p.name for p in (live / "demo-0").iterdir())
+    fd = os.open(live / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)  # as a broker's JVM holds it
+        r = run("generate", live, "--force", "--records", "1")
+        assert r.code == 8 and "holds the log dir lock" in r.err
+        assert sorted(p.name for p in (live / "demo-0").iterdir()) == files
+    finally:
+        os.close(fd)
+    link = tmp_path / "link"
+    link.symlink_to(live)
+    assert run("generate", link, "--force", "--records", "1").code == 0
+    assert not link.is_symlink() and sorted(p.name for p in (live / "demo-0").iterdir()) == files
