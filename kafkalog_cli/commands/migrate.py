@@ -135,6 +135,7 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
         why = naming.topic_name_error(name)
         if why is not None:
             raise UsageError(f"{why} (current Kafka); choose a topic name with --topic")
+    _check_apart(source, out, mapping_path)
     if mapping_path is not None:
         _check_mapping_path(mapping_path, out)
     if out.is_symlink() and not out.exists():
@@ -194,6 +195,23 @@ def command(source: Path, out: Path, start_offset: int, topic: str | None, codec
             raise
     note(f"wrote {out}")
     return 0
+
+
+def _check_apart(source: Path, out: Path, mapping: Path | None) -> None:
+    """SOURCE is only read: refuse an OUT or a --mapping file inside it (the mapping would
+    replace a 0.7 segment named so, a dir in it breaks the 0.7 layout), or an OUT that it
+    lies in."""
+    src = source.resolve()
+    home = src if src.is_dir() else src.parent
+    o = out.resolve()
+    if o == home or home in o.parents or o in home.parents:
+        raise UsageError(f"OUT {out}: overlaps SOURCE ({source}), which is only read; "
+                         "write it elsewhere")
+    if mapping is not None:
+        m = mapping.resolve()
+        if m == src or home in m.parents:
+            raise UsageError(f"--mapping: {mapping} is inside SOURCE ({source}), which is "
+                             "only read; write it elsewhere")
 
 
 def _check_mapping_path(path: Path, out: Path) -> None:

@@ -460,3 +460,21 @@ def test_what_recover_leaves_is_in_every_format_under_its_partition(tmp_path):
     assert [(x["partition"], x["code"], x["position"]) for x in rows
             if x["kind"] == "left"] == [("0", "V07_CRC_MISMATCH", str(pos))]
     assert [x["logDir"] for x in rows if x["kind"] == "logDir"] == [str(ld)]
+
+
+@pytest.mark.parametrize("where", ["mapping-on-segment", "mapping-in-partition", "out-inside",
+                                   "out-holds"])
+def test_migrate_writes_nothing_into_source(tmp_path, where):
+    """SOURCE is only read: a --mapping or an OUT inside it, or an OUT that SOURCE lies in,
+    is refused (16) before anything is written, and every SOURCE byte stays."""
+    src = gen(tmp_path / "src", "--records", "50")
+    seg = next((src / "demo-0").glob("*.kafka"))
+    before = {p: p.read_bytes() for p in src.rglob("*") if p.is_file()}
+    args = {"mapping-on-segment": [src, tmp_path / "out", "--mapping", seg],
+            "mapping-in-partition": [src, tmp_path / "out", "--mapping", src / "demo-0" / "m"],
+            "out-inside": [src, src / "new"],
+            "out-holds": [src / "demo-0", src]}[where]
+    r = run("migrate", *args)
+    assert r.code == 16 and "SOURCE" in r.err, r.err
+    assert {p: p.read_bytes() for p in src.rglob("*") if p.is_file()} == before
+    assert not (tmp_path / "out").exists() and not (src / "new").exists()
