@@ -127,7 +127,7 @@ def test_an_error_in_a_worker_is_the_error_of_one_job(damaged: Path, tmp_path: P
     # finished (each crash-safe on its own), so the trees may differ.
     src = tmp_path / "src"
     shutil.copytree(damaged, src)
-    assert run("recover", src, "--no-quarantine").code in (1, 4)
+    assert run("recover", src, "--no-quarantine").code in (1, 4, 5)  # OR-ed
     args = ["compact", "--all", "--force", "--now", NOW]
     one, many = _mutated(tmp_path / "run", src, args, 1), _mutated(tmp_path / "run", src, args, 3)
     assert many[:3] == one[:3]

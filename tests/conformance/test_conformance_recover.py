@@ -298,8 +298,11 @@ def test_broker_recovered_the_damage(crashed, broker_recovered):
 
 def test_recover_refuses_mid_file_corruption_without_force(crashed, kafkalog_recovered):
     res, _ = kafkalog_recovered["runs"][0]
-    assert res.returncode == 4, res.describe()
     parts = _doc(kafkalog_recovered["runs"][0])
+    # OR-ed: 4 for the refused partition, with 1 when others were repaired in the same run
+    doc = kafkalog_recovered["runs"][0][1]
+    changed = any(r["actions"] for r in doc["partitions"] + doc.get("logDirs", []))
+    assert res.returncode == 4 | (1 if changed else 0), res.describe()
     with_problems = sorted(tp for tp, p in parts.items() if p["problems"])
     assert with_problems == ["crash-b-2"], json.dumps(
         {tp: parts[tp]["problems"] for tp in with_problems}, indent=1)[:3000]
