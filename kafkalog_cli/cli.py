@@ -7,6 +7,7 @@ import gc
 import importlib
 import os
 import sys
+import traceback
 from typing import Any
 
 import click
@@ -152,7 +153,8 @@ def main(argv: list[str] | None = None) -> None:
     # gen-0 threshold (700) makes the cyclic GC rescan live batches over and over.
     gc.set_threshold(10_000, 20, 20)
     args = _globals_first(sys.argv[1:] if argv is None else list(argv))
-    debug = "--debug" in args or bool(os.environ.get("KAFKALOG_DEBUG"))
+    debug = "--debug" in args[:args.index("--")] if "--" in args else "--debug" in args
+    debug = debug or _env_flag("KAFKALOG_DEBUG")
     if _closed_std_streams():
         _error("standard output is closed; give it a file or /dev/null (>/dev/null)")
         sys.exit(EXIT_OPERATIONAL)
@@ -175,8 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         _error("interrupted")
         code = EXIT_INTERRUPTED
     except KafkalogError as e:
-        if debug:
-            raise
+        _traceback(debug)
         _error(str(e))
         code = e.exit_code
     except KeyboardInterrupt:
@@ -187,13 +188,11 @@ def main(argv: list[str] | None = None) -> None:
         _silence_stdout()
         code = 0
     except OSError as e:
-        if debug:
-            raise
+        _traceback(debug)
         _error(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
         code = EXIT_OPERATIONAL
     except Exception as e:  # the one catch-all: no traceback unless --debug
-        if debug:
-            raise
+        _traceback(debug)
         _error(f"internal error: {type(e).__name__}: {e} (run with --debug for a traceback)")
         code = EXIT_OPERATIONAL
     try:
@@ -201,6 +200,21 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         _silence_stdout()
     sys.exit(code)
+
+
+def _traceback(debug: bool) -> None:
+    """--debug: the traceback of the exception being handled, then the same error line and
+    exit code as without it (a traceback is no reason for a script to see another code)."""
+    if debug:
+        traceback.print_exc()
+
+
+def _env_flag(name: str) -> bool:
+    """A boolean environment variable as click reads --debug's (0, false, no, off: off)."""
+    try:
+        return bool(click.BOOL.convert(os.environ.get(name) or "0", None, None))
+    except click.BadParameter:
+        return True  # click refuses the value itself, as an error: here it is simply on
 
 
 def _usage_error(e: click.UsageError) -> None:

@@ -222,3 +222,17 @@ def test_a_name_with_a_newline_or_an_escape_keeps_findings_and_errors_on_one_lin
     assert "\x1b" not in r.out.decode()
     r = run("dump", sample / "no\nsuch")
     assert r.code == OPERATIONAL and r.err.count("\n") == 1 and "no\\x0asuch" in r.err
+
+
+@pytest.mark.parametrize(("how", "env", "traced"), [
+    (["--debug"], {}, True), ([], {"KAFKALOG_DEBUG": "1"}, True),
+    ([], {"KAFKALOG_DEBUG": "0"}, False), ([], {"KAFKALOG_DEBUG": "false"}, False)])
+def test_debug_shows_a_traceback_and_keeps_the_exit_code(tmp_path, how, env, traced):
+    """--debug (or KAFKALOG_DEBUG set to a true value, as click reads it) adds a traceback;
+    the error line and the exit code stay those of a run without it (8, not Python's 1)."""
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", *how, "verify",
+                        str(tmp_path / "missing")], capture_output=True, text=True,
+                       env={**os.environ, **env})
+    assert p.returncode == 8
+    assert ("Traceback (most recent call last)" in p.stderr) == traced
+    assert p.stderr.rstrip().endswith("no such file or directory")
