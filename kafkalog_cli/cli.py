@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> None:
         _traceback(debug)
         _error(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
         code = EXIT_OPERATIONAL
-    except Exception as e:  # the one catch-all: no traceback unless --debug
+    except Exception as e:  # noqa: BLE001 - the one catch-all: no traceback unless --debug
         _traceback(debug)
         _error(f"internal error: {type(e).__name__}: {e} (run with --debug for a traceback)")
         code = EXIT_OPERATIONAL
