@@ -356,13 +356,25 @@ def max_decompressed_option(f: F) -> F:
                         help="Cap on the decompressed size of one batch (hostile-input guard).")(f)
 
 
+class GivenPath(click.Path):
+    """A path that is not empty: "" (an unset $LOGDIR in a script) would otherwise name the
+    current directory, and a command would read or change whatever log dir that is."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, str | bytes) and not value:
+            self.fail("an empty path (an unset variable?); to mean this directory, give '.'",
+                      param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def paths_argument(f: F) -> F:
     """PATHs to read: local paths, or URLs into object storage (s3://…, storage/disk/fs.py)."""
     return click.argument("paths", nargs=-1, required=True, shell_complete=complete_paths,
-                          type=click.Path(exists=False, path_type=str))(f)
+                          type=GivenPath(exists=False, path_type=str))(f)
 
 
-class LocalPath(click.Path):
+class LocalPath(GivenPath):
     """A path on this machine, for what a command changes: a URL is refused (exit 16), as
     repair happens on a broker's own disk, never in object storage."""
 

@@ -236,3 +236,16 @@ def test_debug_shows_a_traceback_and_keeps_the_exit_code(tmp_path, how, env, tra
     assert p.returncode == 8
     assert ("Traceback (most recent call last)" in p.stderr) == traced
     assert p.stderr.rstrip().endswith("no such file or directory")
+
+
+@pytest.mark.parametrize("cmd", ["index-rebuild", "recover", "verify", "dump", "retain"])
+def test_an_empty_path_is_not_the_current_directory(tmp_path, cmd):
+    """"" (an unset $LOGDIR) is a usage error, not this directory: index-rebuild "" rewrote
+    the indexes of the log dir the shell was in."""
+    ld = tmp_path / "ld"
+    assert run("generate", ld, "--records", "50").code == 0
+    (ld / "demo-0" / "00000000000000000000.index").unlink()
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", cmd, ""], cwd=ld,
+                       capture_output=True, text=True)
+    assert p.returncode == 16 and "an empty path" in p.stderr, p.stderr
+    assert not (ld / "demo-0" / "00000000000000000000.index").exists()
