@@ -478,3 +478,19 @@ def test_migrate_writes_nothing_into_source(tmp_path, where):
     assert r.code == 16 and "SOURCE" in r.err, r.err
     assert {p: p.read_bytes() for p in src.rglob("*") if p.is_file()} == before
     assert not (tmp_path / "out").exists() and not (src / "new").exists()
+
+
+def test_migrate_start_offset_leaves_room_for_every_message(tmp_path):
+    """Offsets and the log end offset are longs: a --start-offset that would take the log end
+    past 2**63 - 1 is refused (16) and nothing is written; one message less room is fine and
+    verifies clean."""
+    src = gen(tmp_path / "src", "--records", "50", "--partitions", "1")
+    top = 2**63 - 1
+    r = run("migrate", src, tmp_path / "a", "--start-offset", top - 50 + 1,
+            "--mapping", tmp_path / "a.csv")
+    assert r.code == 16 and "--start-offset" in r.err, r.err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "a.csv").exists()
+    ok = run("migrate", src, tmp_path / "b", "--start-offset", top - 50,
+             "--mapping", tmp_path / "b.csv")
+    assert ok.code == 0, ok.err
+    assert run("verify", tmp_path / "b").code == 0

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.batch_v2 import encode_batch
+from kafkalog_cli.codec.layout import INT64_MAX
 from kafkalog_cli.codec.message_v07 import inner_messages
 from kafkalog_cli.codec.model import Damage
-from kafkalog_cli.errors import CorruptBatch, CorruptDataError
+from kafkalog_cli.errors import CorruptBatch, CorruptDataError, UsageError
 from kafkalog_cli.storage.disk import naming, safety
 from kafkalog_cli.storage.formats import MigrateOptions
 from kafkalog_cli.storage.formats.kafka07.layout import Partition07
@@ -127,6 +128,11 @@ def migrate_partition(part: Partition07, dest: Path, opts: MigrateOptions,
                 if opts.codec is None and msg.codec != compression.NONE:
                     batcher.flush()  # a wrapper stays one batch of its own
                 for m in inner:
+                    if opts.start_offset + res.messages >= INT64_MAX:  # the log end is a long too
+                        raise UsageError(
+                            f"--start-offset: {opts.start_offset} leaves no room for message "
+                            f"{res.messages + 1} of {part.topic}-{part.partition} (offsets end "
+                            f"at {INT64_MAX}); choose a smaller one")
                     batcher.add(bytes(m.payload), ts, codec)
                     res.messages += 1
                 if opts.codec is None and msg.codec != compression.NONE:
