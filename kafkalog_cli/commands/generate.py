@@ -68,13 +68,20 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
             raise UsageError(f"{out} exists; pass --force to replace it")
         _remove(out)
     fmt = next(f for f in formats() if f.name == layout)
-    for line in fmt.generate(out, preset=preset, damages=damages, topics=topics,
-                             partitions=partitions, records=records,
-                             batch_records=batch_records, value_bytes=value_bytes, keys=keys,
-                             tombstones=tombstones, codecs=codecs, magic=magic,
-                             transactions=transactions, idempotent=idempotent,
-                             jitter_ms=jitter_ms, segment_bytes=segment_bytes, seed=seed):
-        note(line)
+    try:
+        for line in fmt.generate(out, preset=preset, damages=damages, topics=topics,
+                                 partitions=partitions, records=records,
+                                 batch_records=batch_records, value_bytes=value_bytes,
+                                 keys=keys, tombstones=tombstones, codecs=codecs, magic=magic,
+                                 transactions=transactions, idempotent=idempotent,
+                                 jitter_ms=jitter_ms, segment_bytes=segment_bytes, seed=seed):
+            note(line)
+    except BaseException:
+        # OUT is this run's own (it did not exist, or --force removed it): no half-written
+        # dir left behind, so a rerun needs no --force
+        if out.is_dir() and not out.is_symlink():
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     return 0
 
 

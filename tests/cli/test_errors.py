@@ -249,3 +249,15 @@ def test_an_empty_path_is_not_the_current_directory(tmp_path, cmd):
                        capture_output=True, text=True)
     assert p.returncode == 16 and "an empty path" in p.stderr, p.stderr
     assert not (ld / "demo-0" / "00000000000000000000.index").exists()
+
+
+@pytest.mark.parametrize("damages", [["torn-tail", "bit-flip"], ["torn-tail", "torn-tail"]])
+def test_generate_damages_that_do_not_fit_leave_no_out(tmp_path, damages):
+    """Damages a one-batch partition cannot take are a usage error (16), not an internal
+    error, and the half-written OUT is removed: a rerun needs no --force."""
+    out = tmp_path / "gq"
+    args = ["generate", out, "--records", "3"] + [a for d in damages for a in ("--damage", d)]
+    r = run(*args)
+    assert r.code == 16 and "no whole batch left" in r.err and "internal" not in r.err, r.err
+    assert not out.exists()
+    assert run("generate", out, "--records", "3").code == 0

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from kafkalog_cli.codec.layout import LOG_OVERHEAD
+from kafkalog_cli.errors import UsageError
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.logdir import PartitionDir
 
@@ -33,6 +34,10 @@ def apply_damage(part: PartitionDir, kind: str, seed: int) -> str:
     if not segs:
         return "nothing to damage (no data)"
     last, mid = segs[-1], segs[len(segs) // 2]
+    if kind in ("torn-tail", "bit-flip") and not _batches((last if kind == "torn-tail"
+                                                          else mid).log_path):
+        raise UsageError(f"--damage {kind}: {part.path} has no whole batch left to damage "
+                         "(another --damage took it); write more --records")
     if kind == "torn-tail":
         pos, size = _batches(last.log_path)[-1]
         cut = rng.randrange(1, size)
