@@ -292,3 +292,26 @@ def test_index_rebuild_on_a_damaged_log_names_the_fix_verify_names(tmp_path):
     assert fix == f"kafkalog recover {pdir} --full --force"
     r = run("index-rebuild", pdir)
     assert r.code == 5 and f"(fix: {fix})" in r.err  # 1 | 4: indexes rewritten, damage left
+
+
+def test_a_batch_over_the_cap_is_kept_not_cut(tmp_path):
+    """A CRC-valid gzip batch that inflates past --max-decompressed-bytes is kafkalog's own
+    memory guard, not damage (a broker keeps it, a consumer reads it): verify warns that its
+    records went unchecked (exit 0), recover keeps it byte for byte, and a cap above its size
+    checks it clean."""
+    from tests.cli.run import run
+
+    inp = tmp_path / "big.jsonl"
+    inp.write_text(json.dumps({"key": "k", "value": "x" * (65 << 20)}) + "\n")  # cap: 64 MiB
+    ld = tmp_path / "ld"
+    assert run("append", ld, "--create", "--topic", "t", "--partition", 0, "--input", inp,
+               "--codec", "gzip").code == 0
+    log = ld / "t-0" / "00000000000000000000.log"
+    before = log.read_bytes()
+    v = run("verify", ld, "--format", "jsonl")
+    codes = [(f["severity"], f["code"]) for f in map(json.loads, v.out.splitlines())
+             if f.get("kind") == "finding"]
+    assert v.code == 0 and ("warning", "LOG_RECORDS_OVER_CAP") in codes, v.out
+    r = run("recover", ld / "t-0", "--full")
+    assert r.code in (0, 1) and log.read_bytes() == before, r.text
+    assert run("verify", ld, "--max-decompressed-bytes", 80 << 20).code == 0

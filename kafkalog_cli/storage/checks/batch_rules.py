@@ -13,6 +13,7 @@ Header rules (no decompression):
 Record rules (deep):
   LOG_RECORDS_INVALID, LOG_RECORD_OFFSET_ORDER, LOG_RECORD_OFFSET_RANGE,
   LOG_INNER_CRC_MISMATCH, LOG_CONTROL_INVALID
+  LOG_RECORDS_OVER_CAP    (a warning, never cut) the records inflate past the cap
 A broker's LogSegment.recover checks only the CRC, the size and the offset range (and the
 control record of a transaction marker, through producer state); the others are stricter,
 because a consumer fails on such a batch just the same.
@@ -29,7 +30,12 @@ from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.codec.message_v01 import LegacyBatch
-from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.errors import CorruptDataError, DecompressionLimit
+
+# A batch that inflates past --max-decompressed-bytes: kafkalog's own memory guard, not
+# damage (a broker's recovery reads only the CRC and the headers; a consumer inflates it).
+# verify warns that its records went unchecked; recover keeps it.
+OVER_CAP = "LOG_RECORDS_OVER_CAP"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,8 @@ def record_faults(b: Batch, max_decompressed: int) -> tuple[list[Fault], int]:
     a time (a batch may claim millions of them); past an order fault they are only counted."""
     try:
         recs = b.records(max_decompressed)
+    except DecompressionLimit as e:  # our cap, not damage: Kafka and consumers read it
+        return [Fault(OVER_CAP, f"records not checked: {e.reason}")], 0
     except CorruptDataError as e:
         return [Fault("LOG_RECORDS_INVALID", f"records do not decode: {e.reason}")], 0
     out = []
@@ -132,8 +140,9 @@ class BatchRules:
         if first_in_segment and self.prev_last is not None and base <= self.prev_last:
             faults.append(Fault("SEGMENT_OVERLAP", f"segment base offset {base} is not above "
                                 f"the previous segment's last offset {self.prev_last}"))
-        if not faults and self.deep:
-            faults = record_faults(b, self.max_decompressed)[0]
+        if not faults and self.deep:  # over the cap is no reason to cut (OVER_CAP)
+            faults = [f for f in record_faults(b, self.max_decompressed)[0]
+                      if f.code != OVER_CAP]
         if faults:
             return faults[0]
         self.prev_last = b.last_offset if self.prev_last is None else max(self.prev_last,

@@ -21,7 +21,12 @@ from kafkalog_cli.codec.checkpoint import epoch_order_errors, parse_leader_epoch
 from kafkalog_cli.codec.model import Damage
 from kafkalog_cli.codec.snapshot import decode_snapshot
 from kafkalog_cli.errors import CorruptDataError
-from kafkalog_cli.storage.checks.batch_rules import first_offset, header_faults, record_faults
+from kafkalog_cli.storage.checks.batch_rules import (
+    OVER_CAP,
+    first_offset,
+    header_faults,
+    record_faults,
+)
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Findings
 from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.checkpoints import recovery_point
@@ -277,8 +282,13 @@ def check_log_file(path: fs.FilePath, base: int, f: Findings, opts: CheckOptions
             faults += deep
             stats.records += n
         for x in faults:
+            if x.code == OVER_CAP:
+                f.add(WARNING, x.code, path, pos, x.message,
+                      fix="rerun with a larger --max-decompressed-bytes to check them")
+                continue
             f.add(ERROR, x.code, path, pos, x.message, expected=x.expected, found=x.found,
                   fix=fix_log)
+        faults = [x for x in faults if x.code != OVER_CAP]
         if faults:
             s.note_bad(pos)
         if not faults or faults[0].code != "LOG_CRC_MISMATCH":
