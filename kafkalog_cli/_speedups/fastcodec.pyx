@@ -847,6 +847,15 @@ for _k in range(256):
     _LEAD[_k] = 1 if 0xC2 <= _k <= 0xF4 else 0
 
 
+cdef inline Py_ssize_t _copy_sequence(char* o, const unsigned char* s, Py_ssize_t i,
+                                      Py_ssize_t n) noexcept:
+    """The valid UTF-8 sequence at s[i] copied to o: its length, or 0 (none: nothing copied)."""
+    cdef Py_ssize_t L = _valid_len(s, i, n)
+    if L:
+        memcpy(o, s + i, L)
+    return L
+
+
 cdef int _visible(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
     """utf8_visible's text, as UTF-8: valid sequences as they are, any other byte as the
     four characters \\xNN."""
@@ -866,9 +875,8 @@ cdef int _visible(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
                 continue
         c = s[i]
         if _LEAD[c]:  # binary data: the one branch most bytes do not take
-            L = _valid_len(s, i, n)
+            L = _copy_sequence(o, s, i, n)
             if L:
-                memcpy(o, s + i, L)
                 o += L
                 i += L
                 continue
@@ -935,9 +943,8 @@ cdef int _json_str(Buf* b, const unsigned char* s, Py_ssize_t n, bint visible) e
         c = s[i]
         if visible:  # the same for every byte: the branch that costs is _LEAD's
             if _LEAD[c]:
-                L = _valid_len(s, i, n)
+                L = _copy_sequence(o, s, i, n)
                 if L:
-                    memcpy(o, s + i, L)
                     o += L
                     i += L
                     continue
