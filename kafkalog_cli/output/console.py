@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kafkalog_cli.output.live import gate_stdout, screen
@@ -120,15 +120,18 @@ def human_time(ms: int | None) -> str:
     return _iso(ms, settings.utc, time.tzname)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 @functools.lru_cache(maxsize=1024)  # tables repeat times (info: a row per partition)
 def _iso(ms: int, utc: bool, _zone: tuple[str, str]) -> str:
     """`_zone`: the local zone it was made in (TZ and time.tzset() may change it)."""
     try:
-        dt = datetime.fromtimestamp(ms / 1000, UTC)
+        dt = _EPOCH + timedelta(milliseconds=ms)  # exact: ms / 1000 rounds (.999 -> .998)
+        if not utc:
+            dt = dt.astimezone()
     except (OverflowError, OSError, ValueError):
         return str(ms)
-    if not utc:
-        dt = dt.astimezone()
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -330,3 +330,15 @@ def test_spark_source_options_take_ascii_integers_of_kafkas_widths(opts, wanted)
     with pytest.raises(OptionError) as e:
         parse({"path": str(FIXTURE), **opts})
     assert wanted in str(e.value)
+
+
+def test_times_are_shown_to_the_exact_millisecond():
+    """Shown times come from integer ms: a float (ms / 1000) rounded 9999-12-31T23:59:59.999
+    down to .998; past year 9999 (or its local time) the epoch ms are shown as they are."""
+    from kafkalog_cli.output.console import _iso
+
+    for ms in (0, 1, 999, 1_700_000_000_123, 253_402_300_799_999):
+        shown = _iso(ms, True, ("UTC", "UTC"))
+        assert shown.endswith(f".{ms % 1000:03d}Z"), shown
+    assert _iso(253_402_300_799_999, True, ("UTC", "UTC")) == "9999-12-31T23:59:59.999Z"
+    assert _iso(253_402_300_800_000, True, ("UTC", "UTC")) == "253402300800000"
