@@ -248,9 +248,16 @@ def _globals_first(args: list[str]) -> list[str]:
         head, tail = args, []
     flags: list[str] = []
     rest: list[str] = []
+    command: click.Command | None = None
     it = iter(range(len(head)))
     for i in it:
         a = head[i]
+        if command is not None and _takes_value(command, a) and i + 1 < len(head):
+            rest += [a, head[i + 1]]  # `dump --key -q`: -q is the key, not the flag
+            next(it)
+            continue
+        if command is None and a in COMMANDS:  # (its module is imported to run it anyway)
+            command = root.get_command(click.Context(root), a)
         if a == "--no-color":
             flags.append("--color=never")
         elif a == "--color":
@@ -263,6 +270,12 @@ def _globals_first(args: list[str]) -> list[str]:
         else:
             rest.append(a)
     return flags + rest + tail
+
+
+def _takes_value(command: click.Command, arg: str) -> bool:
+    """Whether `arg` is an option of `command` that takes the next argument as its value."""
+    return any(isinstance(p, click.Option) and not p.is_flag and not p.count
+               and arg in p.opts for p in command.params)
 
 
 def _silence_stdout() -> None:

@@ -99,3 +99,15 @@ def test_a_mistyped_command_gets_a_suggestion(sample):
     r = run("frobnicate", sample)
     assert r.code == 16
     assert r.err.splitlines()[-1] == "kafkalog: error: No such command 'frobnicate'."
+
+
+def test_a_global_flags_name_as_an_options_value_stays_the_value():
+    """`dump --key -q`: -q is the key the option takes, not the global quiet flag (it was
+    moved away, and --key then took the next word); a -q elsewhere is still global."""
+    from kafkalog_cli.cli import _globals_first
+
+    assert _globals_first(["dump", "x", "--key", "-q", "--format", "jsonl", "-v"]) == \
+        ["-v", "dump", "x", "--key", "-q", "--format", "jsonl"]
+    assert _globals_first(["verify", "-q", "x", "-j", "2"]) == ["-q", "verify", "x", "-j", "2"]
+    assert _globals_first(["find-by-time", "x", "-t", "--utc"]) == \
+        ["find-by-time", "x", "-t", "--utc"]
