@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -140,9 +144,18 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
             except OSError as e:  # what cannot be opened is operational, as for a PATH
                 raise LogDirIOError(f"{input_path}: cannot read: {e.strerror}") from None
             name = str(input_path)
+            if not stat.S_ISREG(os.fstat(src.fileno()).st_mode):  # a pipe: read once, as stdin
+                spool = stack.enter_context(tempfile.TemporaryFile())
+                shutil.copyfileobj(src, spool)
+                spool.seek(0)
+                src = spool
         # pass 1: validate everything, so bad input writes nothing
+        before = _identity(src)
         count = sum(1 for _ in read_records(src, name, input_format, payload, separator, clock,
                                             headers=magic == 2))
+        if _identity(src) != before:  # pass 2 must write what pass 1 checked
+            raise LogDirIOError(f"{name}: changed while it was being read; nothing was "
+                                "appended (give a file that no one writes meanwhile)")
         src.seek(0)
         w = PartitionWriter(logdir / naming.partition_dir_name(topic, partition), topic,
                             partition, cfg, now_ms=now_ms)
@@ -158,7 +171,9 @@ def command(logdir: Path, topic: str, partition: int, input_path: Path | None,
         w.open()
         end_before = w.next_offset
         seq = base_sequence
-        recs = read_records(src, name, input_format, payload, separator, clock)
+        # no more than pass 1 checked, should the file grow after all
+        recs = itertools.islice(read_records(src, name, input_format, payload, separator,
+                                             clock), count)
         for batch in batches(recs, batch_records, batch_bytes):
             first = w.next_offset
             tuples = [(first + i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(batch)]
@@ -213,3 +228,9 @@ def _refuse_links(w: PartitionWriter) -> None:
     .tmp) that is one: refused, nothing is written through a link."""
     refuse_links(w.root, (*_WRITES, *(n + ".tmp" for n in _WRITES[1:])))
     refuse_links(w.directory)
+
+
+def _identity(f: Any) -> tuple[int, int, int, int]:
+    """What changes when a file is written: its inode, size and change times."""
+    st = os.fstat(f.fileno())
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns

@@ -311,3 +311,43 @@ def test_the_checkpoint_writer_itself_refuses_such_a_topic(tmp_path):
             update_offsets(cp, {(topic, 0): 1, ("t", 0): 9}, fsync=False)
         assert cp.read_bytes() == before
     update_offsets(cp, {("a b", 0): None}, fsync=False)  # dropping an entry writes no name
+
+
+def test_append_writes_only_what_it_checked(tmp_path, monkeypatch, capsys):
+    """append reads --input twice (check, then write): a file changed in between is refused
+    before any write (8), a pipe is read once (as stdin), and the write pass never takes
+    more records than the check pass counted."""
+    import os
+
+    from kafkalog_cli import cli
+    from kafkalog_cli.commands import append
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"value":"a"}\n{"value":"b"}\n')
+    real = append.read_records
+    calls = []
+
+    def grows(src, name, *args, **kw):  # another writer adds a bad line after pass 1
+        calls.append(name)
+        yield from real(src, name, *args, **kw)
+        if len(calls) == 1:
+            with open(inp, "a") as f:
+                f.write("not json\n")
+
+    monkeypatch.setattr(append, "read_records", grows)
+    ld = tmp_path / "ld"
+    with pytest.raises(SystemExit) as e:
+        cli.main(["append", str(ld), "--create", "--topic", "t", "--partition", "0",
+                  "--input", str(inp)])
+    assert e.value.code == 8 and "changed while it was being read" in capsys.readouterr().err
+    assert not (ld / "t-0").exists() or not any((ld / "t-0").glob("*.log"))
+    monkeypatch.setattr(append, "read_records", real)
+    r, w = os.pipe()
+    os.write(w, b'{"value":"x"}\n')
+    os.close(w)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["append", str(ld), "--create", "--topic", "t", "--partition", "0",
+                  "--input", f"/dev/fd/{r}"])
+    os.close(r)
+    assert e.value.code == 0
+    assert b'"value":"x"' in run("dump", ld / "t-0", "--records", "--format", "jsonl").out
