@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.codec.compression import NAMES
+from kafkalog_cli.codec.layout import INT32_MAX
 from kafkalog_cli.commands import options
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
@@ -63,6 +64,11 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
       kafkalog generate /tmp/legacy --magic 0 --codec gzip --records 500
       kafkalog generate /tmp/drill --damage torn-tail --damage swap-leftover
     """
+    per_batch = min(batch_records, max(records, 1)) * (value_bytes + _RECORD_OVERHEAD)
+    if per_batch > INT32_MAX - _BATCH_OVERHEAD:  # a batch's length field is an INT32
+        raise UsageError(f"--value-bytes {value_bytes} x --batch-records {batch_records}: a "
+                         f"batch would hold about {per_batch} bytes, more than its length "
+                         f"field takes ({INT32_MAX}); lower one of them")
     if out.exists() or out.is_symlink():
         if not force:
             raise UsageError(f"{out} exists; pass --force to replace it")
@@ -83,6 +89,10 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
             shutil.rmtree(out, ignore_errors=True)
         raise
     return 0
+
+
+_RECORD_OVERHEAD = 64  # a record's bytes besides its value, at most (key, varints, header)
+_BATCH_OVERHEAD = 61  # the v2 batch header
 
 
 def _remove(out: Path) -> None:

@@ -261,3 +261,11 @@ def test_generate_damages_that_do_not_fit_leave_no_out(tmp_path, damages):
     assert r.code == 16 and "no whole batch left" in r.err and "internal" not in r.err, r.err
     assert not out.exists()
     assert run("generate", out, "--records", "3").code == 0
+
+
+def test_generate_refuses_a_batch_past_its_int32_length_before_writing(tmp_path):
+    """--value-bytes x --batch-records past what a batch's length field holds is a usage
+    error at once (16), not an internal error after minutes and gigabytes."""
+    r = run("generate", tmp_path / "g", "--value-bytes", 2**31 - 1)
+    assert r.code == 16 and "--value-bytes" in r.err and "internal" not in r.err, r.err
+    assert not (tmp_path / "g").exists()
