@@ -11,6 +11,7 @@ from typing import Any
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.errors import CorruptDataError
+from kafkalog_cli.storage.checks.batch_rules import first_offset
 from kafkalog_cli.storage.checks.check import clean_headers
 from kafkalog_cli.storage.disk import fs, naming
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir
@@ -70,16 +71,15 @@ def _add(info: PartitionInfo, batches: int, first: int, last: int, first_ts: int
 
 
 def _first_offset(b: Batch, needed: bool) -> int:
-    """A batch's first offset. A compressed magic 0/1 wrapper carries only its last inner
-    offset: the first is read from its inner messages (as Kafka's baseOffset() does, and
-    dump), for the partition's first batch only, where firstOffset shows it."""
-    if b.magic == 2 or not b.compression:
-        return b.base_offset if b.magic == 2 else b.last_offset
-    if needed:
+    """A batch's first offset. A compressed magic 0/1 wrapper's header carries only its last
+    inner offset (batch_rules.first_offset): where `needed` (the partition's first batch,
+    which firstOffset shows) it is read from the inner messages, as Kafka's baseOffset()
+    and dump do."""
+    if needed and b.magic < 2 and b.compression:
         with contextlib.suppress(CorruptDataError):
             b.records()  # under the default cap; a wrapper that does not inflate keeps its own
             return b.base_offset
-    return b.last_offset
+    return first_offset(b)
 
 
 def lock_state(ld: LogDir) -> str:
