@@ -135,25 +135,23 @@ class Plan:
         return not self.loader and not self.actions
 
 
-def _count_after(path: Path, start: int) -> tuple[int, int, int | None, int | None, bool]:
+def _count_after(path: Path, start: int) -> tuple[int, int, int | None, bool]:
     """Batches passing their CRC that lie after byte `start` (skipping damage; -1: all of
-    them), their records and offset range: what a cut at `start` drops besides the bad
+    them), their records and last offset: what a cut at `start` drops besides the bad
     batch there; and whether the search for them gave up somewhere (its work cap spent:
     more may follow)."""
     batches = records = 0
-    first: int | None = None
     last: int | None = None
 
     def count(b: Batch) -> None:
-        nonlocal batches, records, first, last
+        nonlocal batches, records, last
         if b.is_valid():
             batches += 1
             with contextlib.suppress(CorruptDataError):
                 records += b.count
-            first = b.base_offset if first is None else first
             last = b.last_offset
     _n, unsearched = scan_after(path, CURRENT, start, count)
-    return batches, records, first, last, unsearched
+    return batches, records, last, unsearched
 
 
 def _effective_segments(part: PartitionDir, loader: list[LoaderAction]) -> list[Segment]:
@@ -277,10 +275,10 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
     LogLoader does; False (and a problem) when whole batches follow and not `force`."""
     seg, later = segs[i], segs[i + 1:]
     stop = r.stop.reason if r.stop else "incomplete batch at the end"
-    nb, nrec, _first, last, unsearched = _count_after(seg.log_path, r.valid_bytes)
+    nb, nrec, last, unsearched = _count_after(seg.log_path, r.valid_bytes)
     later_batches = later_records = 0
     for s in later:
-        b, n, _first, _last, gave_up = _count_after(s.log_path, -1)
+        b, n, _last, gave_up = _count_after(s.log_path, -1)
         later_batches += b
         later_records += n
         unsearched = unsearched or gave_up
