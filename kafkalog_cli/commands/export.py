@@ -14,6 +14,7 @@ from kafkalog_cli.commands import options as options_module
 from kafkalog_cli.commands.options import Text
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import count_progress, note
+from kafkalog_cli.storage.disk.safety import within
 
 
 @contextmanager
@@ -140,12 +141,8 @@ def _refuse_overlap(out: str, sources: list[str]) -> None:
     OUT first (the log dir with it), and a dir written inside a log dir stops a broker."""
     if "://" in out:
         return
-    o = os.path.realpath(out)
     for src in sources:
-        if "://" in src:
-            continue
-        s = os.path.realpath(src)
-        if o == s or o.startswith(s.rstrip(os.sep) + os.sep) \
-                or s.startswith(o.rstrip(os.sep) + os.sep):
-            raise UsageError(f"OUT {out}: {'is' if o == s else 'overlaps'} the log dir read "
+        if "://" not in src and (within(out, src) or within(src, out)):
+            same = os.path.realpath(out) == os.path.realpath(src)
+            raise UsageError(f"OUT {out}: {'is' if same else 'overlaps'} the log dir read "
                              f"({src}); write it elsewhere")

@@ -201,17 +201,13 @@ def _check_apart(source: Path, out: Path, mapping: Path | None) -> None:
     """SOURCE is only read: refuse an OUT or a --mapping file inside it (the mapping would
     replace a 0.7 segment named so, a dir in it breaks the 0.7 layout), or an OUT that it
     lies in."""
-    src = source.resolve()
-    home = src if src.is_dir() else src.parent
-    o = out.resolve()
-    if o == home or home in o.parents or o in home.parents:
+    home = source if source.is_dir() else source.parent
+    if safety.within(out, home) or safety.within(home, out):
         raise UsageError(f"OUT {out}: overlaps SOURCE ({source}), which is only read; "
                          "write it elsewhere")
-    if mapping is not None:
-        m = mapping.resolve()
-        if m == src or home in m.parents:
-            raise UsageError(f"--mapping: {mapping} is inside SOURCE ({source}), which is "
-                             "only read; write it elsewhere")
+    if mapping is not None and safety.within(mapping, home):
+        raise UsageError(f"--mapping: {mapping} is inside SOURCE ({source}), which is only "
+                         "read; write it elsewhere")
 
 
 def _check_mapping_path(path: Path, out: Path) -> None:

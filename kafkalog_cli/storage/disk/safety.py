@@ -72,10 +72,15 @@ def refuse_links(directory: Path, names: Iterable[str] | None = None) -> None:
         raise _link_error(directory / links[0])
 
 
+def within(path: Path | str, root: Path | str) -> bool:
+    """Whether `path` is `root` or lies under it, both with their links resolved."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return os.path.commonpath([real, top]) == top
+
+
 def _inside(path: Path, root: Path) -> None:
-    real = os.path.realpath(path)
-    top = os.path.realpath(root)
-    if os.path.commonpath([real, top]) != top:
+    if not within(path, root):
+        real, top = os.path.realpath(path), os.path.realpath(root)
         raise UnsafePath(f"{path}: resolves to {real}, outside the log dir {top}; refusing to "
                          "change it")
 
