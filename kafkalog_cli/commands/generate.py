@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.codec.compression import NAMES
-from kafkalog_cli.codec.layout import INT32_MAX
+from kafkalog_cli.codec.layout import INT32_MAX, V2_HEADER_SIZE
 from kafkalog_cli.commands import options
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.console import note
@@ -65,7 +65,7 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
       kafkalog generate /tmp/drill --damage torn-tail --damage swap-leftover
     """
     per_batch = min(batch_records, max(records, 1)) * (value_bytes + _RECORD_OVERHEAD)
-    if per_batch > INT32_MAX - _BATCH_OVERHEAD:  # a batch's length field is an INT32
+    if per_batch > INT32_MAX - V2_HEADER_SIZE:  # a batch's length field is an INT32
         raise UsageError(f"--value-bytes {value_bytes} x --batch-records {batch_records}: a "
                          f"batch would hold about {per_batch} bytes, more than its length "
                          f"field takes ({INT32_MAX}); lower one of them")
@@ -92,7 +92,6 @@ def command(out: Path, preset: str | None, topics: tuple[str, ...], partitions: 
 
 
 _RECORD_OVERHEAD = 64  # a record's bytes besides its value, at most (key, varints, header)
-_BATCH_OVERHEAD = 61  # the v2 batch header
 
 
 def _remove(out: Path) -> None:
