@@ -17,6 +17,13 @@ EXIT_USAGE = 16
 EXIT_INTERRUPTED = 32
 
 
+def repair_exit(changed: bool, left: bool, dry_run: bool) -> int:
+    """A repairing command's code, OR-ed as fsck's: 1 when it changed files, 4 when
+    problems are left, or when a dry run found changes to make (so 5 for both)."""
+    return (EXIT_FIXED if changed and not dry_run else 0) | (
+        EXIT_UNFIXED if left or (changed and dry_run) else 0)
+
+
 class KafkalogError(Exception):
     """Base of every error kafkalog raises on purpose."""
 

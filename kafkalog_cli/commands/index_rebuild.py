@@ -10,7 +10,7 @@ import click
 
 from kafkalog_cli.commands import options, parallel
 from kafkalog_cli.commands.common import lock_dirs, partition_bytes, partitions_of, runs, ticked
-from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED
+from kafkalog_cli.errors import repair_exit
 from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import make_renderer
 from kafkalog_cli.storage.checks.check import CheckOptions, Stats, check_partition
@@ -109,6 +109,4 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
                                              finish_started=True):
                     changed, damaged = changed + c, damaged + d
     out.close()
-    # OR-ed, as fsck's: files rewritten and damage left is 1 | 4
-    fixed = EXIT_FIXED if changed and not dry_run else 0
-    return fixed | (EXIT_UNFIXED if damaged or (changed and dry_run) else 0)
+    return repair_exit(bool(changed), bool(damaged), dry_run)

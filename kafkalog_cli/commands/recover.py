@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from kafkalog_cli.commands import options, parallel
-from kafkalog_cli.errors import EXIT_FIXED, EXIT_UNFIXED, UsageError
+from kafkalog_cli.errors import UsageError, repair_exit
 from kafkalog_cli.output.console import progress, settings, warn
 from kafkalog_cli.output.render import write_report
 from kafkalog_cli.storage.formats import open_targets
@@ -114,7 +114,4 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
                 out.write(_text(r["actions"], r.get("problems", []), r["left"], dry_run) + "\n")
         if not (done.changed or done.problems or done.left) and not settings.quiet:
             out.write("nothing to do\n")
-    # OR-ed, as fsck's: a run that repaired one partition and left another is 1 | 4
-    fixed = EXIT_FIXED if done.changed and not dry_run else 0
-    return fixed | (EXIT_UNFIXED if done.problems or done.left or (dry_run and done.changed)
-                    else 0)
+    return repair_exit(done.changed, bool(done.problems or done.left), dry_run)
