@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,12 @@ from kafkalog_cli.commands.dump_rows import batch_row, csv_columns
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
 from kafkalog_cli.output.console import note, warn
 from kafkalog_cli.output.render import Renderer, json_bytes, make_renderer, payload_encoder
-from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk import naming, pieces
 from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target
 from kafkalog_cli.storage.disk.reader import segments_in_range
-from kafkalog_cli.storage.disk.segment import iter_batches
+from kafkalog_cli.storage.disk.segment import Segment, iter_batches
 from kafkalog_cli.storage.formats import open_target
 from kafkalog_cli.storage.formats.current import FORMAT as CURRENT
 from kafkalog_cli.storage.formats.current import file_kind
@@ -37,6 +38,7 @@ Row = dict[str, Any]
 # the compiled writer of v2 data records' rows: (topic, partition, timestamp type, records)
 RecordWriter = Callable[[str, int, str, Iterable[Record]], bytes]
 FAST_CHUNK = 4096  # records the compiled writer turns into one write
+HOPS = 1 << 18  # batch headers a -j run may read to cut big partitions (pieces.py)
 
 
 class Filters:
@@ -75,6 +77,21 @@ class Filters:
         if self.to_time is not None and timestamp > self.to_time:
             return False
         return self.key is None or key == self.key
+
+
+@dataclass
+class Piece:
+    """What one -j item of a big partition dumps: its segment's batches from `start` to
+    `end` (None: the file's end), headed as a segment if `heading`, after the partition's
+    bootstrap snapshot if `snapshots` (its first piece)."""
+
+    part: PartitionDir
+    seg: Segment
+    start: int
+    end: int | None
+    heading: bool = True
+    snapshots: bool = False
+    log_bytes: int = 0  # what -j's planning weighs it by
 
 
 class Dumper:
@@ -193,28 +210,63 @@ class Dumper:
                          kraft_snapshot=path.name.endswith(".checkpoint"))
 
     def partition(self, part: PartitionDir) -> None:
+        self.snapshots(part)
+        for seg, start in segments_in_range(part, self.f.from_offset, self.f.to_offset):
+            self.segment(Piece(part, seg, start, None))
+
+    def snapshots(self, part: PartitionDir) -> None:
         # the bootstrap snapshot a Kafka 4 format writes for a dynamic quorum: what the
         # metadata log starts from (other KRaft snapshots are dumped when named)
         for fn in part.kraft_snapshots:
             if naming.is_bootstrap_snapshot(fn):
                 self.log_file(part.path / fn.name, None)
-        for seg, start in segments_in_range(part, self.f.from_offset, self.f.to_offset):
-            path = seg.log_path
+
+    def segment(self, pc: Piece) -> None:
+        """A segment's batches from `pc.start` to `pc.end`, after its heading if it is the
+        segment's first piece."""
+        path = pc.seg.log_path
+        if pc.heading:
             self.out.text(f"Dumping {path}")
-            self.out.text(f"Log starting offset: {seg.base_offset}")
-            self.log_batches(path, part.topic, part.partition,
-                             iter_batches(path, start, on_damage=self.damage(path)))
+            self.out.text(f"Log starting offset: {pc.seg.base_offset}")
+        self.log_batches(path, pc.part.topic, pc.part.partition,
+                         iter_batches(path, pc.start, pc.end, on_damage=self.damage(path)))
 
     def partitions(self, parts: list[PartitionDir]) -> None:
-        """Dump partitions in order, over `self.jobs` worker processes."""
-        self.problems += sum(chunked.ordered(parts, self.problems_in, self.jobs,
+        """Dump partitions in order, over `self.jobs` worker processes; a big partition's
+        segments cut into pieces (storage/disk/pieces.py), so that it keeps them all busy."""
+        items: list[PartitionDir | Piece] = list(parts)
+        if self.jobs > 1 and self.f.from_offset is None:  # (a start from the index: whole)
+            budget = pieces.HopBudget(HOPS)
+            items = [x for part in parts for x in self.cut(part, budget)]
+        self.problems += sum(chunked.ordered(items, self.problems_in, self.jobs,
                                              renderer=self.out))
 
-    def problems_in(self, part: PartitionDir) -> int:
-        """Dump a partition; the problems it found (summed by the caller, which may run
-        this in a worker process: commands/parallel.py)."""
+    def cut(self, part: PartitionDir, budget: pieces.HopBudget) -> list[PartitionDir | Piece]:
+        """`part` as -j items: itself, or its segments' pieces in order."""
+        if part.log_bytes < 2 * pieces.MIN_PIECE:
+            return [part]
+        out: list[PartitionDir | Piece] = []
+        for seg, start in segments_in_range(part, None, self.f.to_offset):
+            bounds = [start, *pieces.cuts(seg.file(naming.LOG), start, budget)]
+            for k, a in enumerate(bounds):
+                b = bounds[k + 1] if k + 1 < len(bounds) else None
+                size = (b if b is not None else max(a, seg.size)) - a
+                out.append(Piece(part, seg, a, b, heading=k == 0, log_bytes=size))
+        if not out:
+            return [part]
+        out[0].snapshots = True
+        return out
+
+    def problems_in(self, item: PartitionDir | Piece) -> int:
+        """Dump a partition or a piece of one; the problems it found (summed by the caller,
+        which may run this in a worker process: commands/parallel.py)."""
         before = self.problems
-        self.partition(part)
+        if isinstance(item, Piece):
+            if item.snapshots:
+                self.snapshots(item.part)
+            self.segment(item)
+        else:
+            self.partition(item)
         found, self.problems = self.problems - before, before
         return found
 

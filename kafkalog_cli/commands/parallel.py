@@ -8,10 +8,11 @@ of `-j 1`, in one of two ways:
 - direct (stdout and stderr are files, pipes or a terminal without a bar, and the renderer,
   if any, keeps no state across rows: text, jsonl): the parent hands out turns, one item at
   a time, through a counter in shared memory; the worker whose item has the turn writes
-  fd 1 and fd 2 itself. A worker ahead of its turn holds what it writes (in memory up to
-  `SPILL` bytes, then in a file in a private temp dir) and writes it out the moment its
-  turn comes; one that finishes first hands it to the parent, which copies it out
-  (sendfile) when the turn comes. Writing is spread over the workers, not done by one
+  fd 1 and fd 2 itself. A worker ahead of its turn holds what it writes (in a ring of
+  memory shared with the parent, `RING` bytes a worker; past that in memory up to `SPILL`
+  bytes, then in a file in a private temp dir) and writes it out the moment its turn comes;
+  one that finishes first hands it to the parent, which writes it out (from the ring, or
+  the file by sendfile) when the turn comes. Writing is spread over the workers, not done by one
   process, and the pipe's reader slows the worker that has the turn, as it would `-j 1`.
 - replay (a progress bar owns the terminal, a renderer keeps state: json's commas, csv's
   header, table's widths, or stdout is not a file descriptor): a worker records its stdout
@@ -37,6 +38,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from kafkalog_cli.output.render import Renderer
+from kafkalog_cli.storage.disk import naming, pieces
+from kafkalog_cli.storage.disk.segment import Segment
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -78,6 +81,29 @@ def item_bytes(item: Any) -> int | None:
     parts = item if isinstance(item, list) else [item]
     sizes = [getattr(p, "log_bytes", None) for p in parts]
     return sum(sizes) if parts and all(isinstance(n, int) for n in sizes) else None
+
+
+RECORD_BYTES = 2048  # what -j's planning counts a record as, besides its bytes on disk
+SAMPLED = 1 << 20  # a smaller partition is weighed by its bytes (a sample costs two syscalls)
+
+
+def item_weight(item: Any) -> int | None:
+    """`item_bytes`, plus RECORD_BYTES for each record its partitions' first batches suggest
+    they hold (None where item_bytes is): decoding and printing cost by the record, and a
+    compressed partition holds several times the records of an uncompressed one its size,
+    so that by bytes alone the biggest went last."""
+    total = item_bytes(item)
+    if total is None:
+        return None
+    for part in item if isinstance(item, list) else [item]:
+        seg = getattr(part, "seg", None)  # dump's piece of a partition
+        start = getattr(part, "start", 0)
+        if seg is None:
+            seg = next((s for s in getattr(part, "segments", ()) if s.listed_bytes), None)
+        if isinstance(seg, Segment) and part.log_bytes >= SAMPLED:
+            density = pieces.records_per_byte(seg.file(naming.LOG), start)
+            total += round(RECORD_BYTES * density * part.log_bytes)
+    return total
 
 
 def mapper(jobs: int, finish_started: bool = False) -> Callable[..., Iterator[Any]] | None:

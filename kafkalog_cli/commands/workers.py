@@ -21,10 +21,11 @@ import signal
 import stat
 import sys
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
-from kafkalog_cli.commands.parallel import item_bytes
+from kafkalog_cli.commands.parallel import item_weight
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.output.live import screen
 from kafkalog_cli.output.render import JsonlRenderer, Renderer, TextRenderer
@@ -33,29 +34,88 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 SPILL = 1 << 20  # bytes an item holds in memory before it writes them to a file (big: sendfile)
+RING = 64 << 20  # bytes of shared memory per worker for output held ahead of its turn (_Ring)
 _BATCH = 1 << 20  # events pickled to the spill file at a time
 WINDOW = 4  # items in flight per worker: a short item need not wait for a long one
 MAX_IN_FLIGHT = 4096  # items handed out ahead of the one whose turn it is
 
 # -- the worker side ---------------------------------------------------------------------
+class _Ring:
+    """A worker's share of memory for output held ahead of its turn, mapped before the fork
+    so that the parent writes it out from there (no copy through a pickle or a spill file:
+    spilling half of a big dump's output cost a sixth of its CPU, in page allocation and
+    the file system). Written as a ring: a region is free again once the parent's turn
+    counter has passed the item that wrote it, as the parent has then written it out."""
+
+    def __init__(self, mem: mmap.mmap) -> None:
+        self.mem = mem
+        self.head = 0  # bytes ever written; a byte's place is its position modulo the size
+        self._regions: deque[list[int]] = deque()  # [item, start, end], in the order written
+
+    def put(self, item: int, data: Any) -> int | None:
+        """Copy `data` in for `item`; its position (None: no room)."""
+        size, n = len(self.mem), len(data)
+        while self._regions and self._regions[0][0] < _turn_now():
+            self._regions.popleft()
+        tail = self._regions[0][1] if self._regions else self.head
+        if n > size - (self.head - tail):
+            return None
+        at = self.head % size
+        first = min(n, size - at)
+        self.mem[at:at + first] = data[:first]
+        if first < n:
+            self.mem[:n - first] = data[first:]
+        start, self.head = self.head, self.head + n
+        if self._regions and self._regions[-1][0] == item:
+            self._regions[-1][2] = self.head
+        else:
+            self._regions.append([item, start, self.head])
+        return start
+
+
+def _write_ring(k: int, start: int, n: int, fd: int) -> None:
+    """n bytes of worker k's ring from position `start` to `fd` (in this process's mapping)."""
+    assert _rings is not None
+    mem = _rings[k]
+    at = start % len(mem)
+    first = min(n, len(mem) - at)
+    with memoryview(mem) as view:  # released: the map is closed at the end of the run
+        _write_all(fd, view[at:at + first])
+        if first < n:
+            _write_all(fd, view[:n - first])
+
+
 class _Held:
     """Bytes for fd 1 and fd 2 written before their item's turn, in order: kept as runs of
-    (fd, length) over one byte stream, in memory up to SPILL bytes, then in a spill file.
-    Pickles (to the parent) as the runs and the bytes or the file's path."""
+    (fd, length) over one byte stream, in the worker's ring while it has room (`_Ring`),
+    then in memory up to SPILL bytes, then in a spill file. Pickles (to the parent) as the
+    runs, the ring's part and the bytes or the file's path."""
 
-    def __init__(self, spill_dir: str) -> None:
+    def __init__(self, spill_dir: str, item: int = -1) -> None:
         self.runs: list[list[int]] = []
         self.mem: bytearray | None = bytearray()
         self.path: str | None = None
+        self.ring = -1  # the worker whose ring holds the stream's first ring_len bytes
+        self.ring_start = self.ring_len = 0
+        self._item = item
         self._dir = spill_dir
         self._file: BinaryIO | None = None
 
     def add(self, fd: int, data: Any) -> None:
+        data = memoryview(data).cast("B")
         n = len(data)
         if self.runs and self.runs[-1][0] == fd:
             self.runs[-1][1] += n
         else:
             self.runs.append([fd, n])
+        if _ring is not None and self.mem is not None and not self.mem and self._item >= 0:
+            at = _ring.put(self._item, data)
+            if at is not None:  # the ring part is a prefix: once refused, never again
+                if not self.ring_len:
+                    self.ring, self.ring_start = _me, at
+                self.ring_len += n
+                return
+            self._item = -1
         if self.mem is not None and len(self.mem) + n <= SPILL:
             self.mem += data
             return
@@ -69,28 +129,37 @@ class _Held:
     def __getstate__(self) -> dict[str, Any]:
         if self._file is not None:
             self._file.close()
-        return {"runs": self.runs, "mem": self.mem, "path": self.path}
+        return {"runs": self.runs, "mem": self.mem, "path": self.path, "ring": self.ring,
+                "ring_start": self.ring_start, "ring_len": self.ring_len}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _dir="", _file=None)
+        self.__dict__.update(state, _item=-1, _dir="", _file=None)
 
     def write_out(self) -> None:
         """Write the runs to their fds, in order (the file is then deleted)."""
-        if self.mem is not None:
-            view, pos = memoryview(self.mem), 0
-            for fd, n in self.runs:
-                _write_all(fd, view[pos:pos + n])
-                pos += n
-            return
-        assert self.path is not None
         if self._file is not None:
             self._file.close()
-        with open(self.path, "rb") as f:
-            pos = 0
+        ring_pos, ring_left = self.ring_start, self.ring_len
+        f = open(self.path, "rb") if self.path is not None else None  # noqa: SIM115
+        try:
+            pos = 0  # in what follows the ring's part
             for fd, n in self.runs:
-                _copy(f.fileno(), fd, pos, n)
+                k = min(n, ring_left)
+                if k:
+                    _write_ring(self.ring, ring_pos, k, fd)
+                    ring_pos, ring_left, n = ring_pos + k, ring_left - k, n - k
+                if not n:
+                    continue
+                if f is not None:
+                    _copy(f.fileno(), fd, pos, n)
+                else:
+                    assert self.mem is not None
+                    _write_all(fd, memoryview(self.mem)[pos:pos + n])
                 pos += n
-        os.unlink(self.path)
+        finally:
+            if f is not None:
+                f.close()
+                os.unlink(f.name)
 
 
 def _spill_file(spill_dir: str, suffix: str) -> tuple[int, str]:
@@ -140,7 +209,7 @@ class _Turn:
 
     def __init__(self, i: int, spill_dir: str) -> None:
         self._i = i
-        self.held: _Held | None = _Held(spill_dir)
+        self.held: _Held | None = _Held(spill_dir, i)
 
     def _mine(self) -> bool:
         if self.held is not None and _turn is not None and _turn_now() == self._i:
@@ -250,6 +319,11 @@ _FDS: tuple[int, int] | None = None  # stdout's and stderr's fds in direct mode,
 # direct mode: the item whose output may be written, an int64 in memory shared with the
 # workers (anonymous mmap, inherited by fork); only the parent writes it, and it only grows
 _turn: mmap.mmap | None = None
+# direct mode: each worker's ring (_Ring), mapped before the fork; in a worker, its own
+# (_ring) and its index (_me)
+_rings: list[mmap.mmap] | None = None
+_ring: _Ring | None = None
+_me = -1
 # the highest item index a worker may still start, an int64 shared the same way: an item
 # that fails lowers it to its own index (those after it would not run at -j 1), the
 # parent's finish to -1 (finish_started: no item starts, those started are finished)
@@ -266,9 +340,13 @@ def _turn_now() -> int:
     return int.from_bytes(_turn[:8], "little", signed=True)
 
 
-def _start_worker() -> None:
+def _start_worker(k: int) -> None:
+    """In worker k, once forked."""
+    global _me, _ring
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the workers
     screen.forget()  # the terminal and its bar are the parent's
+    if _rings is not None:
+        _me, _ring = k, _Ring(_rings[k])
 
 
 def _run(i: int) -> tuple[Any, Any, Any]:
@@ -406,7 +484,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             finish_started: bool = False) -> Iterator[R]:
     """parallel.ordered with `jobs` > 1 (at most one per item): the workers started, fed,
     and their results and output taken in, in order."""
-    global _job, _FDS, _turn, _limit
+    global _job, _FDS, _turn, _limit, _rings
     sys.stdout.flush()
     sys.stderr.flush()
     if renderer is not None:
@@ -419,6 +497,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     if _FDS is not None:
         _turn = mmap.mmap(-1, 8)
         _turn[:8] = (-1).to_bytes(8, "little", signed=True)
+        _rings = _map_rings(jobs)
     _limit = mmap.mmap(-1, 8)
     _limit[:8] = len(items).to_bytes(8, "little", signed=True)
     # Ctrl-C held while the workers start: raised before `try`, it would leave them running
@@ -475,17 +554,34 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
         if _turn is not None:
             _turn.close()
         _limit.close()
-        _job = _FDS = _turn = _limit = None
+        for ring in _rings or ():
+            ring.close()
+        _job = _FDS = _turn = _limit = _rings = None
         shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _map_rings(jobs: int) -> list[mmap.mmap] | None:
+    """A ring for each worker (shared, anonymous: pages are taken as they are first written);
+    None where the system refuses the mappings (held output then spills as before)."""
+    rings: list[mmap.mmap] = []
+    try:
+        for _ in range(jobs):
+            rings.append(mmap.mmap(-1, RING))
+    except (OSError, ValueError):
+        for ring in rings:
+            ring.close()
+        return None
+    return rings
 
 
 def _dispatch_order(items: Sequence[Any], window: int) -> list[int]:
     """The order items go to workers: theirs, but the last `window` (all in flight at
-    once near the end) biggest first, so that no worker is left alone with a big partition
-    while the others idle (their output is held until its turn: in order all the same)."""
+    once near the end) heaviest first (parallel.item_weight), so that no worker is left
+    alone with a big partition while the others idle (their output is held until its turn:
+    in order all the same)."""
     order = list(range(len(items)))
     tail = order[-window:]
-    sizes = [item_bytes(items[i]) for i in tail]
+    sizes = [item_weight(items[i]) for i in tail]
     if None not in sizes:
         by_size = dict(zip(tail, sizes, strict=True))
         tail.sort(key=lambda i: -by_size[i])  # type: ignore[operator]
@@ -527,7 +623,7 @@ class _Workers:
         tasks_r, self._tasks = os.pipe()
         try:
             parent = os.getpid()
-            for _ in range(jobs):
+            for k in range(jobs):
                 r, w = os.pipe()
                 try:
                     pid = os.fork()
@@ -543,7 +639,7 @@ class _Workers:
                         for fd in self._pids:
                             os.close(fd)
                         _die_with(parent)
-                        _start_worker()
+                        _start_worker(k)
                         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                         _serve(tasks_r, w, parent)
                         code = 0

@@ -4,6 +4,7 @@ and in its quarantine; Ctrl-C and a closed stdout stop every worker; the mechani
 (commands/parallel.py, commands/workers.py) keeps order, spills big outputs and raises a
 worker's error after its output."""
 
+import itertools
 import os
 import shutil
 import signal
@@ -521,3 +522,87 @@ def test_after_a_failure_started_partitions_are_finished_and_no_other_starts(
         list(parallel.ordered(items, _marked, 2, finish_started=finish_started))
     assert ("bad batch" if how == "error" else "died") in str(e.value)
     assert sorted(os.listdir(tmp_path)) == (["1"] if finish_started else [])
+
+
+# -- dump's pieces: a big partition cut at batch starts (storage/disk/pieces.py) ---------
+# -j 2 with pieces and a ring made small, so that the fixtures are cut into many pieces and
+# held output wraps around the ring and overflows it into spill files
+_SMALL_PIECES = """
+import sys
+from kafkalog_cli.commands import workers
+from kafkalog_cli.storage.disk import pieces
+pieces.MIN_PIECE, pieces.PIECE_BYTES, pieces.PIECE_RECORDS = 512, 2048, 40
+workers.RING = int(sys.argv[1])
+from kafkalog_cli.launch import main
+sys.argv = ["kafkalog", *sys.argv[2:]]
+main()
+"""
+PIECES = [["--records", "--print-data"], ["--records", "--format", "jsonl"],
+          ["--format", "json", "--records"], ["--records", "--to-offset", "700"],
+          ["--records", "--no-batches", "--format", "csv", "--payload", "hex"]]
+
+
+# ring 0: none (held output spills as before); 3000 bytes: it wraps and overflows
+PIECE_RUNS = [*((a, 3000) for a in PIECES), (PIECES[0], 0), (PIECES[0], 1 << 20)]
+
+
+@pytest.mark.parametrize(("args", "ring"), PIECE_RUNS,
+                         ids=[f"{' '.join(a)} ring {r}" for a, r in PIECE_RUNS])
+def test_dump_of_partitions_cut_in_pieces_prints_what_one_job_prints(
+        args: list[str], ring: int, damaged: Path, big: Path) -> None:
+    # damaged: torn tail, bit flip, transactions, three codecs; big: 1 MiB segments
+    paths = [str(damaged), str(big)]
+    one = run("dump", *paths, *args, "-j", "1")
+    p = subprocess.run([sys.executable, "-c", _SMALL_PIECES, str(ring), "dump", *paths, *args,
+                        "-j", "2"], capture_output=True, timeout=300,
+                       cwd=Path(__file__).parents[2])
+    assert (p.returncode, p.stderr.decode(), p.stdout) == (one.code, one.err, one.out)
+    assert one.code == (0 if "--to-offset" in args else 4)  # the damage is past 700
+    assert one.out.count(b"\n") > 700
+
+
+def test_pieces_tile_each_segment_and_the_first_carries_the_headings(
+        big: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kafkalog_cli.commands.dump import Dumper, Filters, Piece
+    from kafkalog_cli.output.render import make_renderer, payload_encoder
+    from kafkalog_cli.storage.disk import pieces
+    from kafkalog_cli.storage.disk.logdir import open_target
+
+    d = Dumper(make_renderer("jsonl", lambda row: None, None), True, True,
+               payload_encoder("utf8"), Filters(None, None, None, None, None, None, "all"),
+               1 << 26)
+    part = open_target(big / "demo-0").partitions()[0]
+    monkeypatch.setattr(pieces, "MIN_PIECE", 4096)
+    monkeypatch.setattr(pieces, "PIECE_RECORDS", 2000)
+    got = d.cut(part, pieces.HopBudget(1 << 20))
+    assert len(got) > 2 * len(part.segments) > 2
+    assert all(isinstance(pc, Piece) for pc in got)
+    for seg in part.segments:
+        mine = [pc for pc in got if pc.seg is seg]
+        assert mine[0].start == 0 and mine[-1].end is None
+        assert [pc.heading for pc in mine] == [True] + [False] * (len(mine) - 1)
+        assert all(a.end == b.start for a, b in itertools.pairwise(mine))
+    assert [pc.snapshots for pc in got] == [True] + [False] * (len(got) - 1)
+    # with no hops left: a piece a segment; under two MIN_PIECE: the partition, as before
+    assert [(pc.start, pc.end) for pc in d.cut(part, pieces.HopBudget(0))] == \
+        [(0, None)] * len(part.segments)
+    monkeypatch.undo()
+    small = open_target(FIXTURE).partitions()[0]
+    assert small.log_bytes < 2 * pieces.MIN_PIECE and d.cut(small, pieces.HopBudget(9)) == [small]
+
+
+def test_the_last_window_goes_heaviest_first_by_records_not_bytes_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a zstd partition holds more records in fewer bytes than an uncompressed one: it costs
+    # more to decode and print, so it goes first
+    from kafkalog_cli.storage.disk.logdir import open_target
+
+    parts = [open_target(_generate(tmp_path / c, "--partitions", "1", "--records", n,
+                                   "--codec", c)).partitions()[0]
+             for c, n in (("none", "30000"), ("zstd", "60000"))]
+    assert parts[0].log_bytes > parts[1].log_bytes
+    monkeypatch.setattr(parallel, "SAMPLED", 0)
+    assert parallel.item_weight(parts[1]) > parallel.item_weight(parts[0])  # type: ignore[operator]
+    assert workers._dispatch_order(parts, 2) == [1, 0]
+    monkeypatch.setattr(parallel, "SAMPLED", 1 << 40)  # not sampled: by bytes
+    assert workers._dispatch_order(parts, 2) == [0, 1]

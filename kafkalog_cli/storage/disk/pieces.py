@@ -1,0 +1,131 @@
+"""A big `.log` cut into pieces at batch starts, each read on its own (dump's `-j`): one
+huge partition then keeps every worker busy, and output held ahead of its turn is a piece's,
+not a partition's.
+
+A cut is a position the scanner itself would reach: found by hopping from a known batch
+start over size fields, each entry framed as the scanner frames it (size at least the
+minimum, whole in the file, under the entry cap) and a v2 batch whose header fits, so that
+decoding its header cannot fail. Between two cuts the scanner then yields exactly the
+batches, and reports exactly the damage (none), that a scan of the whole file yields there;
+where anything else comes up, cutting stops and the rest of the file is one piece, read as
+the whole file would be. The hops read 17 bytes each (one pread), and a run spends at most
+`budget` of them: a file of tiny batches is cut less, never walked at length.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import struct
+
+from kafkalog_cli.codec.layout import (
+    LOG_OVERHEAD,
+    LOG_OVERHEAD_SIZE,
+    MAGIC_POS,
+    MIN_ENTRY_SIZE,
+    V2_HEADER_SIZE,
+)
+from kafkalog_cli.storage.disk import fs
+from kafkalog_cli.storage.disk.scan import DEFAULT_MAX_ENTRY
+
+PIECE_BYTES = 16 << 20  # a piece's `.log` bytes (at least: it ends at a batch start)
+# ... or records (their count in v2 headers): a compressed piece of that size holds several
+# times the records, and what a worker holds ahead of its turn is their text
+PIECE_RECORDS = 1 << 14
+MIN_PIECE = 1 << 20  # bytes: a smaller last piece is left to the one before it
+_RECORDS = struct.Struct(">i")
+_RECORDS_POS = V2_HEADER_SIZE - _RECORDS.size  # recordsCount, the header's last field
+
+
+class HopBudget:
+    """Size fields a run may read to find cuts (each a pread)."""
+
+    def __init__(self, hops: int) -> None:
+        self.left = hops
+
+
+def records_per_byte(path: fs.FilePath, start: int = 0, batches: int = 8) -> float:
+    """Records per byte in the first `batches` v2 batches from `start` (their headers'
+    counts; 0.0 where there are none, or for an object in a store): what -j's planning
+    weighs a partition's bytes by."""
+    fd = _open(path)
+    if fd is None:
+        return 0.0
+    try:
+        pos, records = start, 0
+        end = os.fstat(fd).st_size
+        for _ in range(batches):
+            head = os.pread(fd, V2_HEADER_SIZE, pos)
+            total = _v2_total(head, end - pos)
+            if total is None:
+                break
+            pos += total
+            records += max(0, _RECORDS.unpack_from(head, _RECORDS_POS)[0])
+        return records / (pos - start) if pos > start else 0.0
+    except OSError:
+        return 0.0
+    finally:
+        os.close(fd)
+
+
+def _open(path: fs.FilePath) -> int | None:
+    """A regular local file's descriptor (opened without blocking on a FIFO), else None."""
+    if fs.is_remote(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
+def _v2_total(head: bytes, left: int) -> int | None:
+    """The entry's length if `head` starts one the scanner frames as a whole v2 batch."""
+    if len(head) < V2_HEADER_SIZE:
+        return None
+    size = LOG_OVERHEAD.unpack_from(head)[1]
+    total: int = size + LOG_OVERHEAD_SIZE
+    if size < MIN_ENTRY_SIZE or total > left or total > DEFAULT_MAX_ENTRY \
+            or head[MAGIC_POS] != 2 or total < V2_HEADER_SIZE:
+        return None
+    return total
+
+
+def cuts(path: fs.FilePath, start: int, budget: HopBudget) -> list[int]:
+    """Batch starts after `start` where the file may be cut (see the module doc), each piece
+    PIECE_BYTES or PIECE_RECORDS long and the last at least MIN_PIECE; [] for a file too
+    small to cut, an object in a store, anything that is not a regular file or cannot be
+    read."""
+    fd = _open(path)
+    if fd is None:
+        return []
+    try:
+        size = os.fstat(fd).st_size
+        return _walk(fd, start, size, budget) if size - start >= 2 * MIN_PIECE else []
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+
+
+def _walk(fd: int, pos: int, end: int, budget: HopBudget) -> list[int]:
+    out: list[int] = []
+    last, records = pos, 0
+    while budget.left > 0 and end - pos >= MIN_PIECE:  # the last piece takes the rest
+        budget.left -= 1
+        head = os.pread(fd, V2_HEADER_SIZE, pos)
+        total = _v2_total(head, end - pos)
+        if total is None:
+            break
+        pos += total
+        records += max(0, _RECORDS.unpack_from(head, _RECORDS_POS)[0])
+        if (pos - last >= PIECE_BYTES or records >= PIECE_RECORDS) and end - pos >= MIN_PIECE:
+            out.append(pos)
+            last, records = pos, 0
+    return out
