@@ -106,7 +106,7 @@ def command(paths: tuple[str, ...], index_interval_bytes: int, segment_index_byt
             for ps in sets:
                 for c, d in parallel.ordered(ps, functools.partial(one, bases=run[0][1]), jobs,
                                              renderer=out, done=ticked(bar), small=True,
-                                             finish_started=True):
+                                             finish_started=True, by_records=False):
                     changed, damaged = changed + c, damaged + d
     out.close()
     return repair_exit(bool(changed), bool(damaged), dry_run)

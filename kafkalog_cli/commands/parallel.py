@@ -48,7 +48,7 @@ R = TypeVar("R")
 def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             renderer: Renderer | None = None,
             done: Callable[[T], None] | None = None, small: bool = False,
-            finish_started: bool = False) -> Iterator[R]:
+            finish_started: bool = False, by_records: bool = True) -> Iterator[R]:
     """`work(item)` for each of `items`, in order, over `jobs` processes (see the module
     doc). `renderer`: the command's renderer, which workers' rows reach through the parent;
     `done(item)` is called in the parent once an item's output is out (progress). `small`:
@@ -57,7 +57,8 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     big partition at the end while the other idles. `finish_started` (commands that change
     partitions): after an error, or a worker's death, no item starts any more, but those
     started in other workers are finished, each a whole partition; Ctrl-C still stops every
-    worker at once."""
+    worker at once. `by_records`: items are weighed by their records too (item_weight), not
+    their bytes alone (work that costs by the byte: reading, CRCs)."""
     jobs = min(jobs, len(items))
     if os.environ.get("KAFKALOG_CRASH_AT") or os.environ.get("KAFKALOG_FAIL_AT"):
         jobs = 1  # fault drills count crash points, and die, in one process (drills/faults.py)
@@ -72,7 +73,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     from kafkalog_cli.commands import workers
 
     yield from workers.ordered(items, work, jobs, renderer=renderer, done=done, small=small,
-                               finish_started=finish_started)
+                               finish_started=finish_started, by_records=by_records)
 
 
 def item_bytes(item: Any) -> int | None:

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
-from kafkalog_cli.commands.parallel import item_weight
+from kafkalog_cli.commands.parallel import item_bytes, item_weight
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.output.live import screen
 from kafkalog_cli.output.render import JsonlRenderer, Renderer, TextRenderer
@@ -481,7 +481,7 @@ def _replay_file(path: str, renderer: Renderer | None) -> None:
 def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             renderer: Renderer | None = None,
             done: Callable[[T], None] | None = None, small: bool = False,
-            finish_started: bool = False) -> Iterator[R]:
+            finish_started: bool = False, by_records: bool = True) -> Iterator[R]:
     """parallel.ordered with `jobs` > 1 (at most one per item): the workers started, fed,
     and their results and output taken in, in order."""
     global _job, _FDS, _turn, _limit, _rings
@@ -514,7 +514,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held Ctrl-C is raised here
         window = min(len(items) if small else WINDOW * jobs, MAX_IN_FLIGHT)
-        order = _dispatch_order(items, window)
+        order = _dispatch_order(items, window, item_weight if by_records else item_bytes)
         nxt = 0
         for i in range(len(items)):
             while nxt < len(items) and nxt - i < window:
@@ -574,14 +574,15 @@ def _map_rings(jobs: int) -> list[mmap.mmap] | None:
     return rings
 
 
-def _dispatch_order(items: Sequence[Any], window: int) -> list[int]:
+def _dispatch_order(items: Sequence[Any], window: int,
+                    weigh: Callable[[Any], int | None] = item_weight) -> list[int]:
     """The order items go to workers: theirs, but the last `window` (all in flight at
-    once near the end) heaviest first (parallel.item_weight), so that no worker is left
+    once near the end) heaviest first (by `weigh`), so that no worker is left
     alone with a big partition while the others idle (their output is held until its turn:
     in order all the same)."""
     order = list(range(len(items)))
     tail = order[-window:]
-    sizes = [item_weight(items[i]) for i in tail]
+    sizes = [weigh(items[i]) for i in tail]
     if None not in sizes:
         by_size = dict(zip(tail, sizes, strict=True))
         tail.sort(key=lambda i: -by_size[i])  # type: ignore[operator]

@@ -604,5 +604,7 @@ def test_the_last_window_goes_heaviest_first_by_records_not_bytes_alone(
     monkeypatch.setattr(parallel, "SAMPLED", 0)
     assert parallel.item_weight(parts[1]) > parallel.item_weight(parts[0])  # type: ignore[operator]
     assert workers._dispatch_order(parts, 2) == [1, 0]
+    # work by the byte (index-rebuild: reading and CRCs) weighs bytes alone
+    assert workers._dispatch_order(parts, 2, parallel.item_bytes) == [0, 1]
     monkeypatch.setattr(parallel, "SAMPLED", 1 << 40)  # not sampled: by bytes
     assert workers._dispatch_order(parts, 2) == [0, 1]
