@@ -55,12 +55,10 @@ def records_per_byte(path: fs.FilePath, start: int = 0, batches: int = 8) -> flo
         pos, records = start, 0
         end = os.fstat(fd).st_size
         for _ in range(batches):
-            head = os.pread(fd, V2_HEADER_SIZE, pos)
-            total = _v2_total(head, end - pos)
-            if total is None:
+            hop = _hop(fd, pos, end)
+            if hop is None:
                 break
-            pos += total
-            records += max(0, _RECORDS.unpack_from(head, _RECORDS_POS)[0])
+            pos, records = pos + hop[0], records + hop[1]
         return records / (pos - start) if pos > start else 0.0
     except OSError:
         return 0.0
@@ -85,16 +83,18 @@ def _open(path: fs.FilePath) -> int | None:
     return None
 
 
-def _v2_total(head: bytes, left: int) -> int | None:
-    """The entry's length if `head` starts one the scanner frames as a whole v2 batch."""
+def _hop(fd: int, pos: int, end: int) -> tuple[int, int] | None:
+    """(length, record count) of the entry at `pos` if the scanner frames it as a whole v2
+    batch, else None: one header read."""
+    head = os.pread(fd, V2_HEADER_SIZE, pos)
     if len(head) < V2_HEADER_SIZE:
         return None
     size = LOG_OVERHEAD.unpack_from(head)[1]
     total: int = size + LOG_OVERHEAD_SIZE
-    if size < MIN_ENTRY_SIZE or total > left or total > DEFAULT_MAX_ENTRY \
+    if size < MIN_ENTRY_SIZE or total > end - pos or total > DEFAULT_MAX_ENTRY \
             or head[MAGIC_POS] != 2 or total < V2_HEADER_SIZE:
         return None
-    return total
+    return total, max(0, _RECORDS.unpack_from(head, _RECORDS_POS)[0])
 
 
 def cuts(path: fs.FilePath, start: int, budget: HopBudget) -> list[int]:
@@ -119,12 +119,10 @@ def _walk(fd: int, pos: int, end: int, budget: HopBudget) -> list[int]:
     last, records = pos, 0
     while budget.left > 0 and end - pos >= MIN_PIECE:  # the last piece takes the rest
         budget.left -= 1
-        head = os.pread(fd, V2_HEADER_SIZE, pos)
-        total = _v2_total(head, end - pos)
-        if total is None:
+        hop = _hop(fd, pos, end)
+        if hop is None:
             break
-        pos += total
-        records += max(0, _RECORDS.unpack_from(head, _RECORDS_POS)[0])
+        pos, records = pos + hop[0], records + hop[1]
         if (pos - last >= PIECE_BYTES or records >= PIECE_RECORDS) and end - pos >= MIN_PIECE:
             out.append(pos)
             last, records = pos, 0
