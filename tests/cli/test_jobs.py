@@ -561,6 +561,16 @@ def test_dump_of_partitions_cut_in_pieces_prints_what_one_job_prints(
     assert one.out.count(b"\n") > 700
 
 
+def test_the_corpus_cut_in_pieces_dumps_as_one_job_does() -> None:
+    # broker-written: legacy formats (never cut), KRaft metadata and offsets decoded
+    one = run("dump", *CORPUS_DIRS, "--records", "--print-data", "-j", "1")
+    p = subprocess.run([sys.executable, "-c", _SMALL_PIECES, "3000", "dump", *CORPUS_DIRS,
+                        "--records", "--print-data", "-j", "2"], capture_output=True,
+                       timeout=300, cwd=Path(__file__).parents[2])
+    assert (p.returncode, p.stderr.decode(), p.stdout) == (one.code, one.err, one.out)
+    assert one.out.count(b"Dumping ") > 500
+
+
 def test_pieces_tile_each_segment_and_the_first_carries_the_headings(
         big: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from kafkalog_cli.commands.dump import Dumper, Filters, Piece
