@@ -555,7 +555,10 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
             _turn.close()
         _limit.close()
         for ring in _rings or ():
-            ring.close()
+            # a write that failed (a closed stdout) leaves views of it in its traceback:
+            # the map then goes with the last of them
+            with contextlib.suppress(BufferError):
+                ring.close()
         _job = _FDS = _turn = _limit = _rings = None
         shutil.rmtree(spill_dir, ignore_errors=True)
 
