@@ -101,13 +101,25 @@ def read_regular(path: Path) -> bytes:
     FIFO, socket or device (opened without blocking: reading one could wait for ever)."""
     if fs.is_remote(path):
         return path.read_bytes()
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    fd = open_regular(path)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise LogDirIOError(f"{path}: not a regular file")
         return _read_all(fd, path)
     finally:
         os.close(fd)
+
+
+def open_regular(path: fs.FilePath) -> int:
+    """A local regular file's descriptor, opened without blocking (a FIFO would wait for ever
+    for a writer); OSError when it cannot be opened, LogDirIOError when it is not a regular
+    file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise LogDirIOError(f"{path}: not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def read_small(path: fs.FilePath) -> bytes:

@@ -8,25 +8,20 @@ minimum, whole in the file, under the entry cap) and a v2 batch whose header fit
 decoding its header cannot fail. Between two cuts the scanner then yields exactly the
 batches, and reports exactly the damage (none), that a scan of the whole file yields there;
 where anything else comes up, cutting stops and the rest of the file is one piece, read as
-the whole file would be. The hops read 17 bytes each (one pread), and a run spends at most
+the whole file would be. The hops read a v2 header each (one pread), and a run spends at most
 `budget` of them: a file of tiny batches is cut less, never walked at length.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import struct
 
-from kafkalog_cli.codec.layout import (
-    LOG_OVERHEAD,
-    LOG_OVERHEAD_SIZE,
-    MAGIC_POS,
-    MIN_ENTRY_SIZE,
-    V2_HEADER_SIZE,
-)
+from kafkalog_cli.codec.layout import MAGIC_POS, V2_HEADER_SIZE
+from kafkalog_cli.errors import LogDirIOError
 from kafkalog_cli.storage.disk import fs
-from kafkalog_cli.storage.disk.scan import DEFAULT_MAX_ENTRY
+from kafkalog_cli.storage.disk.files import open_regular
+from kafkalog_cli.storage.disk.scan import CURRENT, DEFAULT_MAX_ENTRY, Fault
 
 PIECE_BYTES = 16 << 20  # a piece's `.log` bytes (at least: it ends at a batch start)
 # ... or records (their count in v2 headers): a compressed piece of that size holds several
@@ -67,32 +62,23 @@ def records_per_byte(path: fs.FilePath, start: int = 0, batches: int = 8) -> flo
 
 
 def _open(path: fs.FilePath) -> int | None:
-    """A regular local file's descriptor (opened without blocking on a FIFO), else None."""
+    """A regular local file's descriptor, else None (an object in a store is not walked)."""
     if fs.is_remote(path):
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        return open_regular(path)
+    except (OSError, LogDirIOError):
         return None
-    try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            return fd
-    except OSError:
-        pass
-    os.close(fd)
-    return None
 
 
 def _hop(fd: int, pos: int, end: int) -> tuple[int, int] | None:
-    """(length, record count) of the entry at `pos` if the scanner frames it as a whole v2
-    batch, else None: one header read."""
-    head = os.pread(fd, V2_HEADER_SIZE, pos)
-    if len(head) < V2_HEADER_SIZE:
+    """(length, record count) of the entry at `pos` if the scanner frames it (its own
+    framing's check) as a whole v2 batch whose header decodes, else None: one header read."""
+    head = bytearray(V2_HEADER_SIZE)
+    if os.preadv(fd, [head], pos) < V2_HEADER_SIZE:
         return None
-    size = LOG_OVERHEAD.unpack_from(head)[1]
-    total: int = size + LOG_OVERHEAD_SIZE
-    if size < MIN_ENTRY_SIZE or total > end - pos or total > DEFAULT_MAX_ENTRY \
-            or head[MAGIC_POS] != 2 or total < V2_HEADER_SIZE:
+    total = CURRENT.frame(head, 0, end - pos, DEFAULT_MAX_ENTRY)
+    if isinstance(total, Fault) or head[MAGIC_POS] != 2 or total < V2_HEADER_SIZE:
         return None
     return total, max(0, _RECORDS.unpack_from(head, _RECORDS_POS)[0])
 
