@@ -18,7 +18,7 @@ from kafkalog_cli.codec.entry import Batch
 from kafkalog_cli.codec.layout import TIMESTAMP_TYPES
 from kafkalog_cli.codec.model import Damage, Record
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.commands import chunked, decoding, options
+from kafkalog_cli.commands import chunked, decoding, options, parallel
 from kafkalog_cli.commands.common import runs
 from kafkalog_cli.commands.dump_rows import batch_row, csv_columns
 from kafkalog_cli.errors import EXIT_UNFIXED, CorruptDataError, KafkalogError, UsageError
@@ -235,6 +235,7 @@ class Dumper:
         """Dump partitions in order, over `self.jobs` worker processes; a big partition's
         segments cut into pieces (storage/disk/pieces.py), so that it keeps them all busy."""
         items: list[PartitionDir | Piece] = list(parts)
+        self.jobs = parallel.jobs_for(parts, self.jobs)
         if self.jobs > 1 and self.f.from_offset is None:  # (a start from the index: whole)
             budget = pieces.HopBudget(HOPS)
             items = [x for part in parts for x in self.cut(part, budget)]

@@ -78,7 +78,7 @@ def _parse_options(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--partition-by", type=Text(), metavar="COLS",
               help="Comma-separated columns to partition the output by (e.g. topic,partition).")
 @click.option("--overwrite", is_flag=True, help="Replace OUT if it exists.")
-@options_module.jobs_option
+@options_module.spark_jobs_option
 def command(paths: tuple[str, ...], out: str, fmt: str, master: str | None,
             opts: tuple[str, ...], batches: bool, payload: str, partition_by: str | None,
             overwrite: bool, jobs: int | None = None) -> int:

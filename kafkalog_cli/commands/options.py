@@ -25,6 +25,7 @@ import click
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkalog_cli.codec.layout import INT_RANGES
+from kafkalog_cli.commands import parallel
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.output.render import FORMATS, PAYLOADS
 from kafkalog_cli.storage.disk.fs import is_url
@@ -492,17 +493,28 @@ MAX_JOBS = 1024
 
 def jobs_option(f: F) -> F:
     """-j/--jobs: worker processes for per-partition work (commands/parallel.py); default
-    every core this process may run on."""
+    every core this process may run on (parallel.Auto: none for a small dir)."""
+    return _jobs(f, "Partitions worked on at once, each in its own process [default: every "
+                    "core, one process for less than 2 MiB of data]; output is the same for "
+                    "every N.")
+
+
+def spark_jobs_option(f: F) -> F:
+    """-j/--jobs of a command that runs through Spark: the local master's cores."""
+    return _jobs(f, "Cores of Spark's local master, local[N] [default: every core]; output "
+                    "is the same for every N.")
+
+
+def _jobs(f: F, text: str) -> F:
     return click.option("-j", "--jobs", type=Int32(min=1, max=MAX_JOBS, unit="processes"),
-                        metavar="N", default=None, callback=_default_jobs,
-                        help="Partitions worked on at once, each in its own process "
-                             "[default: every core]; output is the same for every N.")(f)
+                        metavar="N", default=None, callback=_default_jobs, help=text)(f)
 
 
 def _default_jobs(ctx: click.Context, param: click.Parameter, value: int | None) -> int:
     if value is not None:
         return value
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return parallel.Auto(max(cores, 1))

@@ -618,3 +618,38 @@ def test_the_last_window_goes_heaviest_first_by_records_not_bytes_alone(
     assert workers._dispatch_order(parts, 2, parallel.item_bytes) == [0, 1]
     monkeypatch.setattr(parallel, "SAMPLED", 1 << 40)  # not sampled: by bytes
     assert workers._dispatch_order(parts, 2) == [0, 1]
+
+
+def test_the_default_is_one_process_on_a_small_dir_and_every_core_on_a_big_one(
+        tmp_path: Path) -> None:
+    """-j's default starts no worker for less than AUTO_BYTES of data (they would cost more
+    than they save); an N given on the command line is taken as it is."""
+    half = parallel.AUTO_BYTES // 2
+    (tmp_path / "small").mkdir()
+    (tmp_path / "big").mkdir()
+    small = _sized_parts(tmp_path / "small", [half, half - 1])
+    big = _sized_parts(tmp_path / "big", [half, half])
+    auto = parallel.Auto(2)
+    assert parallel.jobs_for(small, auto) == 1
+    assert parallel.jobs_for(big, auto) == 2
+    assert parallel.jobs_for(small, 2) == 2  # -j 2 given
+    assert parallel.jobs_for([*small, object()], auto) == 2  # a size unknown: as a big one
+
+    def pids(parts: list, jobs: int) -> set[int]:  # type: ignore[type-arg]
+        return set(parallel.ordered(parts, lambda _: os.getpid(), jobs))
+
+    assert pids(small, auto) == {os.getpid()}
+    assert os.getpid() not in pids(big, auto)
+    assert os.getpid() not in pids(small, 2)
+
+
+def test_the_cli_default_is_every_core_as_auto() -> None:
+    import click
+
+    from kafkalog_cli.commands.options import _default_jobs
+
+    ctx, opt = click.Context(click.Command("x")), click.Option(["-j"])
+    got = _default_jobs(ctx, opt, None)
+    assert isinstance(got, parallel.Auto) and got == len(os.sched_getaffinity(0))
+    given = _default_jobs(ctx, opt, 2)
+    assert given == 2 and not isinstance(given, parallel.Auto)
