@@ -1,4 +1,7 @@
-"""recover and retain: crash at every step, damaged dirs, the rules table, hostile dirs."""
+"""recover and retain: crash at every step, damaged dirs, the rules table, hostile dirs.
+
+kafkalog runs in processes forked from this one (run_forked): each its own process, which
+a crash point ends with os._exit, without an interpreter's start-up for each of hundreds."""
 
 import json
 import os
@@ -11,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.storage.disk.logdir import open_target
-from tests.cli.run import run
+from tests.cli.run import run_forked as run
 from tests.faults.surgery import append_bytes, batch_positions, flip_byte, segments, shrink
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
@@ -29,8 +32,13 @@ def records(path: Path) -> list[tuple]:
 
 
 def run_env(args, env_extra, stdin=b""):
+    """`python ARGS` with these environment variables added: returncode, stdout, stderr."""
+    args = [str(a) for a in args]
+    if args[:2] == ["-m", "kafkalog_cli"]:
+        r = run(*args[2:], stdin=stdin, env=env_extra)
+        return subprocess.CompletedProcess(args, r.code, r.out, r.err.encode())
     env = dict(os.environ, **env_extra)
-    return subprocess.run([sys.executable, *map(str, args)], capture_output=True, env=env,
+    return subprocess.run([sys.executable, *args], capture_output=True, env=env,
                           input=stdin, timeout=120)
 
 

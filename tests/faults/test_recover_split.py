@@ -15,7 +15,7 @@ import pytest
 from kafkalog_cli.codec.batch_v2 import encode_batch
 from kafkalog_cli.storage.disk.logdir import scan_partition
 from kafkalog_cli.storage.maintenance.rebuild import IndexCapacity, rebuild_segment
-from tests.cli.run import run
+from tests.cli.run import run_forked as run
 from tests.faults.test_recover_retain import assert_clean, crash_points, records, run_env
 
 INDEX = ("--index-interval-bytes", "300")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.storage.disk import naming
-from tests.cli.run import run
+from tests.cli.run import run_forked as run
 from tests.faults.test_recover_retain import crash_points, records, run_env
 
 RETAIN = ["retain", "--retention-ms", "100000", "--now", "1700000200000"]
