@@ -81,3 +81,38 @@ def test_nothing_to_cut_where_there_is_no_file_to_walk(log: Path, tmp_path: Path
     assert pieces.cuts(tmp_path / "missing.log", 0, budget) == []
     assert pieces.cuts(tmp_path, 0, budget) == []
     assert pieces.cuts(log, log.stat().st_size - 4096, budget) == []  # under 2 MIN_PIECE
+
+
+@pytest.mark.skipif(pieces._fastscan is None, reason="compiled core not built")
+def test_the_compiled_walk_cuts_where_the_pure_one_does(log: Path, tmp_path: Path) -> None:
+    """fastscan.walk_cuts against pieces._walk_pure: the same cuts and hops spent, on the
+    whole file, from later starts, under small budgets, and on copies with a size field, a
+    magic or a record count changed at batch starts and elsewhere."""
+    data = log.read_bytes()
+    starts = sorted(_starts(log))
+    rng = __import__("random").Random(17)
+    copies = [data]
+    for _ in range(60):
+        copy = bytearray(data)
+        at = rng.choice(starts) if rng.random() < 0.7 else rng.randrange(len(data))
+        field = rng.choice([8, 16, 57, rng.randrange(61)])
+        copy[min(at + field, len(copy) - 1)] = rng.randrange(256)
+        if rng.random() < 0.2:
+            copy = copy[:rng.randrange(len(copy))]
+        copies.append(bytes(copy))
+    compared = 0
+    for n, body in enumerate(copies):
+        f = tmp_path / f"{n}.log"
+        f.write_bytes(body)
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            for start, hops in ((0, 1 << 20), (0, 7), (starts[3], 1 << 20), (starts[3], 0)):
+                got = []
+                for walk in (pieces._walk, pieces._walk_pure):
+                    budget = pieces.HopBudget(hops)
+                    got.append((walk(fd, start, len(body), budget), budget.left))
+                assert got[0] == got[1], (n, start, hops)
+                compared += bool(got[0][0])
+        finally:
+            os.close(fd)
+    assert compared > 40  # most walks found cuts to compare
