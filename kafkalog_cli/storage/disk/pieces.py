@@ -112,8 +112,8 @@ def _walk(fd: int, pos: int, end: int, budget: HopBudget) -> list[int]:
                                   MIN_PIECE, DEFAULT_MAX_ENTRY)
         if got is None:
             raise OSError("a header could not be read")
-        out, spent = got
-        budget.left -= spent
+        out: list[int] = got[0]
+        budget.left -= got[1]
         return out
     return _walk_pure(fd, pos, end, budget)
 
