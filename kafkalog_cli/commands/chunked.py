@@ -51,7 +51,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     """parallel.ordered, with runs of small items as one work item each; all in this process
     when the items hold fewer than `min_bytes` bytes in all (workers would cost more than
     they save)."""
-    if min_bytes and jobs > 1 and not _at_least(items, min_bytes):
+    if min_bytes and jobs > 1 and not parallel.holds_at_least(items, min_bytes):
         jobs = 1
     if jobs <= 1 or len(items) <= FEW:
         yield from parallel.ordered(items, work, jobs, renderer=renderer, done=done,
@@ -69,15 +69,6 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     for values in parallel.ordered(chunks(items), run, jobs, renderer=renderer,
                                    done=finished, small=small):
         yield from values
-
-
-def _at_least(items: Sequence[Any], n: int) -> bool:
-    total = 0
-    for item in items:
-        total += _size(item)
-        if total >= n:
-            return True
-    return False
 
 
 def mapper(jobs: int, small: bool = False,

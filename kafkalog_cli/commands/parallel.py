@@ -91,15 +91,19 @@ def jobs_for(items: Sequence[Any], jobs: int) -> int:
     remote partition, whose size this does not know, counts as a big one)."""
     if not isinstance(jobs, Auto) or jobs <= 1:
         return jobs
+    return jobs if holds_at_least(items, AUTO_BYTES, unknown=AUTO_BYTES) else 1
+
+
+def holds_at_least(items: Sequence[Any], n: int, unknown: int = 0) -> bool:
+    """Whether `items` hold `n` bytes of `.log` data or more (item_bytes), an item whose size
+    is not known counted as `unknown` bytes; stops reading sizes once it knows."""
     total = 0
     for item in items:
-        n = item_bytes(item)
-        if n is None:
-            return jobs
-        total += n
-        if total >= AUTO_BYTES:
-            return jobs
-    return 1
+        size = item_bytes(item)
+        total += unknown if size is None else size
+        if total >= n:
+            return True
+    return False
 
 
 def item_bytes(item: Any) -> int | None:
