@@ -80,7 +80,7 @@ def run_forked(*args: object, stdin: bytes = b"", env: dict[str, str] | None = N
 
     from kafkalog_cli.cli import main
 
-    _preload()
+    preload_commands()
 
     with tempfile.TemporaryFile() as inp, tempfile.TemporaryFile() as out, \
             tempfile.TemporaryFile() as err:
@@ -118,7 +118,7 @@ def run_forked(*args: object, stdin: bytes = b"", env: dict[str, str] | None = N
                       err.read().decode("utf-8", "replace"))
 
 
-def _preload() -> None:
+def preload_commands() -> None:
     """The commands' modules, imported once here rather than in every forked child."""
     import importlib
 

@@ -307,11 +307,9 @@ def _preload() -> None:
     """Import what every run imports, once, so forked runs start warm."""
     import importlib
 
-    from kafkalog_cli import cli
+    from tests.cli.run import preload_commands
 
-    for name, (module, _summary) in cli.COMMANDS.items():
-        if name not in ("export",):
-            importlib.import_module(f"kafkalog_cli.commands.{module}")
+    preload_commands()
     for mod in ("kafkalog_cli.codec.compression", "zstandard", "lz4.block", "cramjam",
                 "snappy", "orjson"):
         with contextlib.suppress(ImportError):

@@ -29,13 +29,13 @@ PIECE_BYTES = 16 << 20  # a piece's `.log` bytes (at least: it ends at a batch s
 PIECE_RECORDS = 1 << 14
 MIN_PIECE = 1 << 20  # bytes: a smaller last piece is left to the one before it
 _RECORDS = struct.Struct(">i")
+_RECORDS_POS = V2_HEADER_SIZE - _RECORDS.size  # recordsCount, the header's last field
 try:  # the hops in C (fastscan.walk_cuts): the same cuts, without a Python call per batch
     if os.environ.get("KAFKALOG_PURE") == "1":
         raise ImportError("KAFKALOG_PURE=1")
     import kafkalog_cli._speedups.fastscan as _fastscan
 except ImportError:
     _fastscan = None
-_RECORDS_POS = V2_HEADER_SIZE - _RECORDS.size  # recordsCount, the header's last field
 
 
 class HopBudget:
