@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
+from kafkalog_cli import _speedups
 from kafkalog_cli.codec import compression as codecs
 from kafkalog_cli.codec.checksum import crc32c
 from kafkalog_cli.codec.control import ControlInfo, parse_control
@@ -433,16 +434,12 @@ ACCELERATED = False
 
 def _use_compiled_decoder() -> None:
     global decode_records, check_records, iter_records, ACCELERATED
-    import os
-
-    if os.environ.get("KAFKALOG_PURE") == "1":
+    fc = _speedups.compiled("fastcodec")
+    if fc is None:
         return
     try:
-        # compiled Cython module without a .pyi stub, so mypy cannot see it
-        import kafkalog_cli._speedups.fastcodec as fc
-
         compiled = fc.decode_records, fc.check_records, fc.iter_records
-    except (ImportError, AttributeError):  # not built, or built from an older fastcodec.pyx
+    except AttributeError:  # built from an older fastcodec.pyx
         return
     decode_records, check_records, iter_records = compiled
     ACCELERATED = True

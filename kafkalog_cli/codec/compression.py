@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import struct
 import zlib
 from collections.abc import Callable
 from typing import Any, Final, Protocol, cast
 
+from kafkalog_cli import _speedups
 from kafkalog_cli.errors import CodecUnavailable, CorruptBatch, DecompressionLimit
 
 NONE: Final = 0
@@ -63,7 +63,7 @@ def name(codec: int) -> str:
     return NAMES[codec] if 0 <= codec < len(NAMES) else f"unknown({codec})"
 
 
-_PURE: Final = os.environ.get("KAFKALOG_PURE") == "1"
+_PURE: Final = _speedups.pure()
 
 
 def _optional(module: str) -> Callable[[], Any]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from kafkalog_cli import _speedups
 from kafkalog_cli.codec.batch_v2 import decrement_sequence
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.control import parse_control
@@ -321,13 +322,12 @@ def record_writer(fmt: str, payload: str, print_data: bool) -> RecordWriter | No
     """The compiled writer of v2 data records' rows, when the extension is built and `fmt`
     has one (jsonl, text): the same bytes the pure path writes for the rows built above,
     orjson's or text_line's (tests/cli/test_dump_fast_writers.py checks)."""
-    import os
-
-    if fmt not in ("jsonl", "text") or os.environ.get("KAFKALOG_PURE") == "1":
+    fc = _speedups.compiled("fastcodec") if fmt in ("jsonl", "text") else None
+    if fc is None:
         return None
     try:
-        from kafkalog_cli._speedups.fastcodec import records_jsonl, records_text
-    except ImportError:
+        records_jsonl, records_text = fc.records_jsonl, fc.records_text
+    except AttributeError:  # built from an older fastcodec.pyx
         return None
     mode = {"utf8": 0, "base64": 1, "hex": 2}[payload]
     types: dict[str, bytes] = {}

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from kafkalog_cli import _speedups
 from kafkalog_cli.output.console import ESCAPE, shown
 
 if TYPE_CHECKING:
@@ -39,14 +40,8 @@ def _utf8_visible_pure(b: bytes | memoryview | None) -> str | None:
     return None if b is None else str(b, "utf-8", "backslashreplace")  # memoryview too
 
 
-try:  # the compiled one-pass version (same output; see _speedups/fastcodec.pyx)
-    import os as _os
-
-    if _os.environ.get("KAFKALOG_PURE") == "1":
-        raise ImportError
-    from kafkalog_cli._speedups.fastcodec import utf8_visible
-except ImportError:
-    utf8_visible = _utf8_visible_pure
+# the compiled one-pass version (same output; see _speedups/fastcodec.pyx)
+utf8_visible = getattr(_speedups.compiled("fastcodec"), "utf8_visible", _utf8_visible_pure)
 
 
 def json_bytes(obj: Any, option: int = 0) -> bytes:

@@ -19,13 +19,13 @@ tested equal to (tests/spark/test_rows.py); KAFKALOG_PURE=1 forces the pure one.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from itertools import accumulate
 from operator import attrgetter
 
 import pyarrow as pa
 
+from kafkalog_cli import _speedups
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.batch_v2 import RecordBatch
 from kafkalog_cli.codec.entry import Batch
@@ -39,11 +39,9 @@ TAIL_DAMAGE = ("torn-tail", "zero-tail", "garbage-tail")
 MAX_ROWS = 16_384  # rows per Arrow batch
 MAX_BYTES = 16 << 20  # or about this many batch bytes (or payload bytes), whichever first
 
-try:  # the compiled column builder (kafkalog_cli/_speedups/fastcodec.pyx); KAFKALOG_PURE=1
-    from kafkalog_cli._speedups.fastcodec import RecordColumns as _RecordColumns
-except ImportError:
-    _RecordColumns = None
-COMPILED = _RecordColumns is not None and os.environ.get("KAFKALOG_PURE") != "1"
+# the compiled column builder (kafkalog_cli/_speedups/fastcodec.pyx); KAFKALOG_PURE=1: none
+_RecordColumns = getattr(_speedups.compiled("fastcodec"), "RecordColumns", None)
+COMPILED = _RecordColumns is not None
 
 _key, _value, _offset, _ts = (attrgetter(n) for n in ("key", "value", "offset", "timestamp"))
 _seq, _headers = attrgetter("sequence"), attrgetter("headers")

@@ -229,6 +229,33 @@ def test_pure_path_forced_by_environment():
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
 
 
+# every module that binds a compiled twin at import, and what it binds then
+_BINDINGS = (
+    "import kafkalog_cli._speedups.fastcodec as fc\n"
+    "from kafkalog_cli.codec import compression\n"
+    "from kafkalog_cli.commands import dump\n"
+    "from kafkalog_cli.output import render\n"
+    "from kafkalog_cli.storage.checks import check\n"
+    "from kafkalog_cli.storage.disk import pieces\n"
+    "from kafkalog_cli.storage.maintenance import offset_map\n"
+    "got = [check._fastscan is not None, pieces._fastscan is not None,\n"
+    "       offset_map.FAST is not None, render.utf8_visible is fc.utf8_visible,\n"
+    "       dump.record_writer('jsonl', 'utf8', True) is not None,\n"
+    "       compression._fast_module() is not None]\n"
+    "print(sorted(set(got)))\n")
+
+
+@needs_ext
+@pytest.mark.parametrize("pure", ["0", "1"])
+def test_every_compiled_binding_follows_the_environment(pure):
+    """KAFKALOG_PURE=1 gives every module its pure twin, whatever is built; without it
+    every one takes the build (one switch, _speedups.compiled, read by all)."""
+    env = dict(os.environ, KAFKALOG_PURE=pure)
+    out = subprocess.run([sys.executable, "-c", _BINDINGS], env=env, check=True, timeout=60,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == ("[False]" if pure == "1" else "[True]")
+
+
 def test_record_batch_looks_the_decoder_up_at_call_time(monkeypatch):
     data = encode_batch([(7, 100, b"a", b"b", []), (8, 101, None, None, [("x", b"y")])])
     calls = []

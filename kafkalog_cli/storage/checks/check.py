@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from kafkalog_cli import _speedups
 from kafkalog_cli.codec import compression
 from kafkalog_cli.codec.checkpoint import epoch_order_errors, parse_leader_epochs
 from kafkalog_cli.codec.model import Damage
@@ -36,15 +37,8 @@ from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir, RemoteIndexCa
 from kafkalog_cli.storage.disk.segment import Segment, iter_batches
 from kafkalog_cli.storage.maintenance.floor import recover_command, validation_floor
 
-try:  # compiled clean-segment fast path (kafkalog_cli/_speedups/fastscan.pyx), shallow and deep
-    import os as _os
-
-    if _os.environ.get("KAFKALOG_PURE") == "1":
-        raise ImportError("KAFKALOG_PURE=1")
-    # compiled Cython module without a .pyi stub, so mypy cannot see it
-    import kafkalog_cli._speedups.fastscan as _fastscan
-except ImportError:
-    _fastscan = None
+# compiled clean-segment fast path (kafkalog_cli/_speedups/fastscan.pyx), shallow and deep
+_fastscan = _speedups.compiled("fastscan")
 
 
 @dataclass

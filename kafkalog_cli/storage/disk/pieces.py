@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import struct
 
+from kafkalog_cli import _speedups
 from kafkalog_cli.codec.layout import MAGIC_POS, V2_HEADER_SIZE
 from kafkalog_cli.errors import LogDirIOError
 from kafkalog_cli.storage.disk import fs
@@ -30,12 +31,8 @@ PIECE_RECORDS = 1 << 14
 MIN_PIECE = 1 << 20  # bytes: a smaller last piece is left to the one before it
 _RECORDS = struct.Struct(">i")
 _RECORDS_POS = V2_HEADER_SIZE - _RECORDS.size  # recordsCount, the header's last field
-try:  # the hops in C (fastscan.walk_cuts): the same cuts, without a Python call per batch
-    if os.environ.get("KAFKALOG_PURE") == "1":
-        raise ImportError("KAFKALOG_PURE=1")
-    import kafkalog_cli._speedups.fastscan as _fastscan
-except ImportError:
-    _fastscan = None
+# the hops in C (fastscan.walk_cuts): the same cuts, without a Python call per batch
+_fastscan = _speedups.compiled("fastscan")
 
 
 class HopBudget:

@@ -12,10 +12,11 @@ built or KAFKALOG_PURE=1. This class is the specification.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterator
 from typing import Any
+
+from kafkalog_cli import _speedups
 
 ENTRY = 24
 _HASH = 16
@@ -100,14 +101,12 @@ FAST: Any = None
 
 def _use_compiled() -> None:
     global OffsetMap, FAST
-    if os.environ.get("KAFKALOG_PURE") == "1":
+    fc = _speedups.compiled("fastclean")
+    if fc is None:
         return
     try:
-        # compiled Cython module without a .pyi stub, so mypy cannot see it
-        import kafkalog_cli._speedups.fastclean as fc
-
         compiled = fc.OffsetMap, fc.map_section, fc.filter_section
-    except (ImportError, AttributeError):  # not built, or built from an older .pyx
+    except AttributeError:  # built from an older .pyx
         return
     OffsetMap = compiled[0]  # type: ignore[misc]  # the compiled twin replaces the class
     FAST = fc
