@@ -276,3 +276,30 @@ def test_linked_copies_multiply_a_dirs_partitions_with_the_same_bytes(tmp_path: 
     assert verify(got) == (1 + 3 * (parts - 1), 3 * records) and records > 0
     (got / "t.c2-1" / "extra").write_text("")  # made once: a second call keeps the dir
     assert datasets.linked_copies(d, 3) == got and (got / "t.c2-1" / "extra").exists()
+
+
+def test_copies_are_timed_until_the_j1_run_is_long_enough(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """-j scaling's copies: a -j 1 run pays its start-up once, so the guess from one copy
+    falls short; the copies are timed themselves and raised until MIN_J1_S holds (at most
+    MAX_COPIES)."""
+    def fake(start: float, per_copy: float):
+        def process(cmd: list, ok: tuple) -> object:
+            where = Path(cmd[cmd.index("-j") - 1])
+            n = int(where.name.rsplit("-x", 1)[1]) if "-x" in where.name else 1
+            return lambda: start + per_copy * n
+        return process
+
+    made: list[int] = []
+    monkeypatch.setattr(results.datasets, "linked_copies",
+                        lambda d, n: made.append(n) or d.parent / f"{d.name}-x{n}")
+    d = tmp_path / "jobs"
+    # 0.5 s alone guesses 8 copies; 8 take 0.2 + 8 * 0.3 = 2.6 s, so 13 (4.1 s)
+    monkeypatch.setattr(results, "process", fake(0.2, 0.3))
+    assert results._copies(d, ["verify"], (0,)) == 13 and made == [8, 13]
+    made.clear()
+    monkeypatch.setattr(results, "process", fake(0.1, 0.1))  # 1.7 s at the cap: the cap
+    assert results._copies(d, ["verify"], (0,)) == results.MAX_COPIES
+    made.clear()
+    monkeypatch.setattr(results, "process", fake(0.2, 5.0))  # long enough alone: no copies
+    assert results._copies(d, ["verify"], (0,)) == 1 and made == []
