@@ -55,6 +55,33 @@ def test_zstd_frames_without_content_size():
     assert c.decompress(c.ZSTD, kp.zstd_encode(DATA)) == DATA
 
 
+def test_zstd_context_reused_is_clean_after_a_corrupt_or_capped_batch():
+    # one decompressor a thread serves every batch: a batch that fails half way, or is cut at
+    # the cap, leaves nothing behind that the next batch would read
+    z = c.compress(c.ZSTD, DATA)
+    other = c.compress(c.ZSTD, b"other batch " * 500)
+    with pytest.raises(CorruptBatch):  # a frame header, then a block of a reserved type
+        c.decompress(c.ZSTD, b"\x28\xb5\x2f\xfd\x00\x00" + b"\xff" * 8)
+    assert c.decompress(c.ZSTD, other) == b"other batch " * 500
+    with pytest.raises(DecompressionLimit):
+        c.decompress(c.ZSTD, z, max_size=1000)
+    assert c.decompress(c.ZSTD, z) == DATA
+
+
+def test_zstd_threads_decompress_at_once_each_with_its_own_context():
+    from concurrent.futures import ThreadPoolExecutor
+
+    blobs = [(c.compress(c.ZSTD, bytes([k]) * 200_000 + DATA), k) for k in range(8)]
+
+    def each(blob_k):
+        blob, k = blob_k
+        return all(c.decompress(c.ZSTD, blob) == bytes([k]) * 200_000 + DATA
+                   for _ in range(20))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(each, blobs))
+
+
 def test_gzip_concatenated_members():
     assert c.decompress(c.GZIP, gzip.compress(b"ab") + gzip.compress(b"cd")) == b"abcd"
 
