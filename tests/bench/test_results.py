@@ -303,3 +303,21 @@ def test_copies_are_timed_until_the_j1_run_is_long_enough(tmp_path: Path,
     made.clear()
     monkeypatch.setattr(results, "process", fake(0.2, 5.0))  # long enough alone: no copies
     assert results._copies(d, ["verify"], (0,)) == 1 and made == []
+
+
+def test_close_figures_take_more_runs_and_their_count_is_kept(tmp_path: Path) -> None:
+    """The -j and small-partition sections run CLOSE_RUNS of each figure (never fewer than
+    --runs; one with --quick), and a figure's JSON holds every run it took."""
+    assert results.Run(5, False, tmp_path).close_runs() == results.CLOSE_RUNS > 5
+    assert results.Run(12, False, tmp_path).close_runs() == 12
+    assert results.Run(1, True, tmp_path).close_runs() == 1
+    r = results.Run(5, False, tmp_path)
+    calls: list[str] = []
+    fig = results.Figure("s", "f", "ours", "peer", goal=results.LE1)
+    r.figure(fig, lambda: calls.append("o") or 1.0, lambda: calls.append("p") or 2.0,
+             r.close_runs())
+    assert calls.count("o") == calls.count("p") == results.CLOSE_RUNS
+    got = r.figures[-1]
+    assert len(got["ours_s"]["runs"]) == len(got["peer_s"]["runs"]) == results.CLOSE_RUNS
+    r.figure(results.Figure("s", "g", "ours", ""), lambda: 1.0, None)
+    assert len(r.figures[-1]["ours_s"]["runs"]) == 5
