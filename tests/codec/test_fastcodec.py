@@ -229,7 +229,8 @@ def test_pure_path_forced_by_environment():
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
 
 
-# every module that binds a compiled twin at import, and what it binds then
+# every module that binds a compiled twin at import, and what it binds then (batch_v2's
+# decoders: test_pure_path_forced_by_environment and the test above)
 _BINDINGS = (
     "import kafkalog_cli._speedups.fastcodec as fc\n"
     "from kafkalog_cli.codec import compression\n"
@@ -242,6 +243,11 @@ _BINDINGS = (
     "       offset_map.FAST is not None, render.utf8_visible is fc.utf8_visible,\n"
     "       dump.record_writer('jsonl', 'utf8', True) is not None,\n"
     "       compression._fast_module() is not None]\n"
+    "try:  # Spark's column builder, where the spark extra (pyarrow) is installed\n"
+    "    from kafkalog_cli.spark import rows\n"
+    "    got.append(rows.COMPILED)\n"
+    "except ImportError:\n"
+    "    pass\n"
     "print(sorted(set(got)))\n")
 
 
