@@ -8,6 +8,7 @@ figure with no peer (records/s, MiB, seconds), on our own median ("abs<=" or "ab
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import platform
@@ -116,15 +117,17 @@ def timed(fn: Callable[[], object]) -> Callable[[], float]:
 
 
 def process(cmd: list[str], cwd: Path | None = None, check: bool = True,
-            ok: tuple[int, ...] = (0, 1)) -> Callable[[], float]:
+            ok: tuple[int, ...] = (0, 1), cpu: int | None = None) -> Callable[[], float]:
     """cmd as a callable returning the process's wall seconds, stdout to /dev/null; an exit
-    code outside ok raises (verify exits 1 on findings, which some corpus dirs have)."""
+    code outside ok raises (verify exits 1 on findings, which some corpus dirs have).
+    `cpu`: the process (and its children) may run on that CPU only."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"}
+    pin = None if cpu is None else functools.partial(os.sched_setaffinity, 0, {cpu})
 
     def go() -> float:
         t = time.perf_counter()
         p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE)
+                           stderr=subprocess.PIPE, preexec_fn=pin)
         dt = time.perf_counter() - t
         if check and p.returncode not in ok:
             raise RuntimeError(f"{' '.join(map(str, cmd[:6]))} ... exited {p.returncode}: "

@@ -199,6 +199,12 @@ def jobs(r: Run) -> None:
                 "is compared: where the dir takes less, on N copies of its partitions as hard "
                 "links (the same bytes; 'xN' in the figure's name; N raised until the faster of "
                 "two -j 1 runs on the copies takes that long, at most " f"{MAX_COPIES})")
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) == 2:
+        r.note(sec, f"'-j 1 on CPU {cpus[1]} vs on CPU {cpus[0]}': the same dump confined to "
+                    "each CPU in turn (1.00: the two vCPUs are equally fast). A -j 2 run gets "
+                    "the sum of their speeds, so where one is slower, or slows while the other "
+                    "is busy, -j 2 falls short of twice -j 1 by as much")
     for label, d in sets:
         warm([d])
         for name, args in bench_jobs.COMMANDS.items():
@@ -217,6 +223,11 @@ def jobs(r: Run) -> None:
             r.figure(Figure(sec, f"{what}: two -j 1 at once", "two at once", "one alone"),
                      together(kl(*args, dd, "-j", 1), ok=ok),
                      process(kl(*args, dd, "-j", 1), ok=ok))
+            if name == "dump" and len(cpus) == 2:  # the CPU-bound one: each vCPU's own speed
+                r.figure(Figure(sec, f"{what}: -j 1 on CPU {cpus[1]} vs on CPU {cpus[0]}",
+                                f"on CPU {cpus[1]}", f"on CPU {cpus[0]}"),
+                         process(kl(*args, dd, "-j", 1), ok=ok, cpu=cpus[1]),
+                         process(kl(*args, dd, "-j", 1), ok=ok, cpu=cpus[0]))
 
 
 MIN_J1_S = 4.0

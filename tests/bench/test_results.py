@@ -321,3 +321,18 @@ def test_close_figures_take_more_runs_and_their_count_is_kept(tmp_path: Path) ->
     assert len(got["ours_s"]["runs"]) == len(got["peer_s"]["runs"]) == results.CLOSE_RUNS
     r.figure(results.Figure("s", "g", "ours", ""), lambda: 1.0, None)
     assert len(r.figures[-1]["ours_s"]["runs"]) == 5
+
+
+def test_a_pinned_process_runs_on_its_cpu_only(tmp_path: Path) -> None:
+    """'-j 1 on CPU b vs on CPU a': measure.process(cpu=) confines the command (and what it
+    starts) to that one CPU, and without it the command may use every CPU it was given."""
+    import measure
+
+    out = tmp_path / "affinity"
+    cmd = [sys.executable, "-c", f"import os; open({str(out)!r}, 'a').write("
+           "str(sorted(os.sched_getaffinity(0))) + chr(10))"]
+    mine = sorted(os.sched_getaffinity(0))
+    for cpu in mine[:2]:
+        assert measure.process(cmd, cpu=cpu)() > 0
+    measure.process(cmd)()
+    assert out.read_text().splitlines() == [str([c]) for c in mine[:2]] + [str(mine)]
