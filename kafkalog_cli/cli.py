@@ -7,7 +7,6 @@ import gc
 import importlib
 import os
 import sys
-import traceback
 from typing import Any
 
 import click
@@ -206,6 +205,8 @@ def _traceback(debug: bool) -> None:
     """--debug: the traceback of the exception being handled, then the same error line and
     exit code as without it (a traceback is no reason for a script to see another code)."""
     if debug:
+        import traceback  # only here: it pulls in tokenize and linecache, ~4 ms of start-up
+
         traceback.print_exc()
 
 

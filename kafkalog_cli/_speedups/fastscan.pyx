@@ -1200,3 +1200,15 @@ def _crc32c(data, unsigned int value=0):
     if S.crc_failed:
         raise RuntimeError("crc32c package call failed")
     return c
+
+
+cdef extern from "sys/prctl.h":
+    int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4,
+              unsigned long arg5)
+
+
+def die_with_parent(int sig):
+    """Linux's PR_SET_PDEATHSIG: `sig` to this process when its parent ends (a -j worker,
+    commands/workers.py); here to spare each worker importing ctypes for one call."""
+    if prctl(1, <unsigned long>sig, 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
+        raise OSError(_os.strerror(22))

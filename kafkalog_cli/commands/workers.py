@@ -14,7 +14,6 @@ import io
 import mmap
 import os
 import pickle
-import secrets
 import select
 import shutil
 import signal
@@ -25,6 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO, TypeVar
 
+from kafkalog_cli._speedups import compiled
 from kafkalog_cli.commands.parallel import item_bytes, item_weight
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.output.live import screen
@@ -490,7 +490,7 @@ def ordered(items: Sequence[T], work: Callable[[T], R], jobs: int, *,
     if renderer is not None:
         renderer.out.flush()
     # made by the first spill, if any (_spill_file); a random name, as mkdtemp's
-    spill_dir = os.path.join(tempfile.gettempdir(), "kafkalog-jobs-" + secrets.token_hex(8))
+    spill_dir = os.path.join(tempfile.gettempdir(), "kafkalog-jobs-" + os.urandom(8).hex())
     _job = (items, work, renderer, spill_dir)
     _TTY[:] = [_isatty(sys.stdout), _isatty(sys.stderr)]
     _FDS = _direct_fds(renderer)
@@ -769,9 +769,13 @@ def _die_with(parent: int) -> None:
     crash-safe: a kill mid-item is what the drills test). Elsewhere _serve's check between
     items is what remains."""
     try:
-        import ctypes
+        fast = compiled("fastscan")
+        if fast is not None and hasattr(fast, "die_with_parent"):
+            fast.die_with_parent(signal.SIGKILL)
+        else:  # ctypes costs a worker ~5 ms to import
+            import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
     except (OSError, AttributeError, ImportError):
         return
     if os.getppid() != parent:  # it died before the call took effect

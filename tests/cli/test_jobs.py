@@ -653,3 +653,31 @@ def test_the_cli_default_is_every_core_as_auto() -> None:
     assert isinstance(got, parallel.Auto) and got == len(os.sched_getaffinity(0))
     given = _default_jobs(ctx, opt, 2)
     assert given == 2 and not isinstance(given, parallel.Auto)
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "ctypes"])
+def test_a_worker_is_set_to_die_with_its_parent(pure: bool,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """_die_with sets PR_SET_PDEATHSIG to SIGKILL, through the compiled helper or, without
+    the build, ctypes; read back with PR_GET_PDEATHSIG (2) in the forked child."""
+    import ctypes
+
+    if pure:
+        monkeypatch.setenv("KAFKALOG_PURE", "1")
+    elif workers.compiled("fastscan") is None:
+        pytest.skip("no compiled build here (KAFKALOG_NO_EXT)")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: what a worker does first, then report the setting
+        try:
+            workers._die_with(os.getppid())
+            sig = ctypes.c_int(-1)
+            ctypes.CDLL(None, use_errno=True).prctl(2, ctypes.byref(sig))
+            os.write(w, str(sig.value).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 16)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got == str(int(signal.SIGKILL)).encode()
