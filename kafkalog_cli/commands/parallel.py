@@ -88,10 +88,11 @@ AUTO_BYTES = 2 << 20
 
 def jobs_for(items: Sequence[Any], jobs: int) -> int:
     """The processes to run `items` on: `jobs`, or 1 for the default on a small dir (a
-    remote partition, whose size this does not know, counts as a big one)."""
+    remote partition, whose size this does not know, counts as a big one). A plain int, so
+    that a second call (dump decides before it cuts, `ordered` again) reads no sizes."""
     if not isinstance(jobs, Auto) or jobs <= 1:
-        return jobs
-    return jobs if holds_at_least(items, AUTO_BYTES, unknown=AUTO_BYTES) else 1
+        return int(jobs)
+    return int(jobs) if holds_at_least(items, AUTO_BYTES, unknown=AUTO_BYTES) else 1
 
 
 def holds_at_least(items: Sequence[Any], n: int, unknown: int = 0) -> bool:

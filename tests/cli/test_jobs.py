@@ -632,6 +632,10 @@ def test_the_default_is_one_process_on_a_small_dir_and_every_core_on_a_big_one(
     auto = parallel.Auto(2)
     assert parallel.jobs_for(small, auto) == 1
     assert parallel.jobs_for(big, auto) == 2
+    # decided once: the answer is a plain int, so asking again (dump, then ordered) keeps it
+    # and reads no sizes
+    assert not isinstance(parallel.jobs_for(big, auto), parallel.Auto)
+    assert parallel.jobs_for(small, parallel.jobs_for(big, auto)) == 2
     assert parallel.jobs_for(small, 2) == 2  # -j 2 given
     assert parallel.jobs_for([*small, object()], auto) == 2  # a size unknown: as a big one
 
