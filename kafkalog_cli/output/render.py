@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from kafkalog_cli import _speedups
 from kafkalog_cli.output.console import ESCAPE, shown
 
-if TYPE_CHECKING:
-    import csv
-
-# orjson, csv and base64 are imported where a format needs them: text output, what most
-# runs print, never loads them (together ~10 ms of every run's start-up)
+# orjson and base64 are imported where a format needs them: text output, what most runs
+# print, never loads them (together ~10 ms of every run's start-up)
 
 FORMATS = ("text", "json", "jsonl", "csv", "table")
 PAYLOADS = ("utf8", "base64", "hex")
@@ -118,9 +115,9 @@ _CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x0a), *range(0x0b, 0x20), 0x7f]}
 
 
 def cell(v: Any, key: str | None = None, table: bool = False) -> Any:
-    """One value as CSV and tables show it: booleans `true`/`false` as in JSON, null empty,
-    lists and objects as JSON text; a table shows an epoch-ms time as a date, and control
-    characters other than newline as \\xNN."""
+    """One value as CSV and tables show it: booleans `true`/`false` as in JSON, null empty
+    (csv_field tells it from an empty string), lists and objects as JSON text; a table shows
+    an epoch-ms time as a date, and control characters other than newline as \\xNN."""
     if v is None:
         return ""
     if isinstance(v, bool):
@@ -152,10 +149,31 @@ def exploding(lists: dict[str, str], carry: tuple[str, ...] = ("topic", "partiti
     return flat
 
 
+def csv_field(v: Any) -> str:
+    """One csv cell as PostgreSQL's COPY ... CSV writes it: null (None, or a field the row
+    lacks) an empty cell, an empty string a quoted empty cell `""` (a record's null key and
+    its zero-length key are different values); any other value as the csv module's
+    QUOTE_MINIMAL wrote it, `cell`'s text, quoted (quotes doubled) only when it holds a
+    comma, a quote, CR or LF (RFC 4180)."""
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        v = cell(v)
+        if not isinstance(v, str):
+            v = str(v)  # numbers: as the csv module wrote them
+    if not v:
+        return '""'
+    if '"' in v:
+        return '"' + v.replace('"', '""') + '"'
+    if "," in v or "\n" in v or "\r" in v:
+        return '"' + v + '"'
+    return v
+
+
 class _Encoded:
-    """What the csv module writes to: its text, UTF-8, straight to `out`. Not a
-    TextIOWrapper, which closes the stream it wraps when it is collected: after a closed pipe
-    or a full disk, stdout was closed under the error handling."""
+    """Where csv lines go: their text, UTF-8, straight to `out`. Not a TextIOWrapper, which
+    closes the stream it wraps when it is collected: after a closed pipe or a full disk,
+    stdout was closed under the error handling."""
 
     def __init__(self, out: BinaryIO) -> None:
         self._out = out
@@ -168,38 +186,48 @@ class _Encoded:
 class CsvRenderer(Renderer):
     """One header for every row: `columns` when the command knows them before its first row
     (streaming; a field outside them is a bug and raises), else the union of every row's
-    fields, in order of appearance (rows are held until close)."""
+    fields, in order of appearance (rows are held until close). Lines end in CRLF, as the
+    csv module's did; each cell is `csv_field`'s (null empty, an empty string `""`), which
+    the csv module cannot write (Python 3.11 quotes all empty cells or none). With one
+    column, a null is an empty line (as in PostgreSQL; the csv module wrote `""`)."""
 
     def __init__(self, out: BinaryIO | None = None, columns: list[str] | None = None) -> None:
         super().__init__(out)
         self._text = _Encoded(self.out)
         self._columns = columns
         self._held: list[dict[str, Any]] = []
-        self._writer: csv.DictWriter[str] | None = None
+        self._header: list[str] | None = None  # once written
+        self._known: frozenset[str] = frozenset()
 
-    def _start(self, columns: list[str]) -> csv.DictWriter[str]:
-        import csv
+    def _start(self, columns: list[str]) -> None:
+        self._header, self._known = columns, frozenset(columns)
+        self._text.write(",".join(map(csv_field, columns)) + "\r\n")
 
-        w = csv.DictWriter(self._text, fieldnames=columns, extrasaction="raise")
-        w.writeheader()
-        return w
+    def _line(self, row: dict[str, Any]) -> None:
+        assert self._header is not None
+        if not self._known.issuperset(row):
+            wrong = [k for k in row if k not in self._known]
+            raise ValueError("dict contains fields not in fieldnames: "
+                             + ", ".join(map(repr, wrong)))
+        get = row.get
+        self._text.write(",".join([csv_field(get(c)) for c in self._header]) + "\r\n")
 
     def row(self, row: dict[str, Any]) -> None:
         if self._columns is None:
             self._held.append(row)
             return
-        if self._writer is None:
-            self._writer = self._start(self._columns)
-        self._writer.writerow({k: cell(v) for k, v in row.items()})
+        if self._header is None:
+            self._start(self._columns)
+        self._line(row)
 
     def close(self) -> None:
         if self._columns is None:
             union = list(dict.fromkeys(k for r in self._held for k in r))
             if union:
-                w = self._start(union)
+                self._start(union)
                 for r in self._held:
-                    w.writerow({k: cell(v) for k, v in r.items()})
-        elif self._writer is None:
+                    self._line(r)
+        elif self._header is None:
             self._start(self._columns)  # no rows: the header alone
 
 
