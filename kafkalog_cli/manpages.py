@@ -56,8 +56,10 @@ FILES: dict[str, list[str]] = {
                 "\\fIcleaner-offset-checkpoint\\fR; reads \\fIlog-start-offset-checkpoint\\fR "
                 "and \\fIreplication-offset-checkpoint\\fR", _QUARANTINE],
     "recover": [_LOCK, "Finishes or undoes \\fI.cleaned\\fR/\\fI.swap\\fR/\\fI.deleted\\fR "
-                "leftovers, truncates damaged tails, rebuilds indexes and producer snapshots",
+                "leftovers, truncates damaged tails, rebuilds indexes and producer snapshots, "
+                "removes producer snapshots outside the log",
                 "Reads \\fIrecovery-point-offset-checkpoint\\fR, "
+                "\\fIlog-start-offset-checkpoint\\fR, "
                 "\\fI.kafka_cleanshutdown\\fR; updates \\fIrecovery-point-offset-checkpoint\\fR "
                 "and \\fIreplication-offset-checkpoint\\fR", _QUARANTINE],
     "info": [_READS, "Reads the root checkpoint files, \\fImeta.properties\\fR, "

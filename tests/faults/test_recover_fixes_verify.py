@@ -18,11 +18,13 @@ from collections import Counter
 from pathlib import Path
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalog_cli.cli import main
 from kafkalog_cli.storage.disk import naming
+from kafkalog_cli.storage.disk.checkpoints import log_start_offset
 from kafkalog_cli.storage.disk.logdir import open_target
 from kafkalog_cli.storage.drills.damage import KINDS, apply_damage
 from tests.cli.run import run
@@ -226,6 +228,83 @@ def test_a_corrupt_snapshot_and_epoch_checkpoint_are_rebuilt_as_the_broker_wrote
     assert code == 1 and out.count("rewrite") == 2, out
     assert (snap.read_bytes(), epochs.read_bytes()) == original
     assert kafkalog("recover", ld) == (0, "nothing to do\n")
+
+
+def _snapshot(pdir: Path, off: int) -> Path:
+    return pdir / naming.segment_file_name(off, naming.SNAPSHOT)
+
+
+def test_snapshots_out_of_the_logs_range_are_quarantined_as_the_broker_deletes_them(tmp_path):
+    """ProducerStateManager.truncateAndReload at load deletes a snapshot at an offset > the
+    log end or <= the log start (at the log start too, not just below). demo-0: log end 608,
+    log start 300 from the checkpoint (its first segment starts at 0); demo-1 has no entry,
+    so its log start is its first segment's base offset, 0."""
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    (ld / naming.LOG_START).write_text("0\n1\ndemo 0 300\n")
+    d0, d1 = ld / "demo-0", ld / "demo-1"
+    for off in (100, 299, 300, 301, 609, 700):  # copies: a snapshot's offset is its name
+        shutil.copyfile(_snapshot(d0, 243), _snapshot(d0, off))
+    shutil.copyfile(_snapshot(d1, 263), _snapshot(d1, 0))
+    gone = {_snapshot(d0, off) for off in (100, 243, 299, 300, 609, 700)} | {_snapshot(d1, 0)}
+    kept = {_snapshot(d0, off) for off in (301, 506, 608)} | \
+        {_snapshot(d1, off) for off in (263, 506, 608)}
+    before = tree(ld)
+
+    code, out = kafkalog("recover", ld, "--dry-run", "--format", "json")
+    rows = [a for r in json.loads(out)["partitions"] for a in r["actions"]]
+    assert code == 4 and tree(ld) == before  # work found, nothing changed
+    assert {Path(a["file"]) for a in rows if a["action"] == "remove"} == gone, rows
+    reasons = {Path(a["file"]): a["reason"] for a in rows}
+    assert reasons[_snapshot(d0, 300)] == "producer snapshot at or below the log start offset 300"
+    assert reasons[_snapshot(d0, 700)] == "producer snapshot beyond the log end offset"
+    assert reasons[_snapshot(d1, 0)] == "producer snapshot at or below the log start offset 0"
+
+    code, out = kafkalog("recover", ld)
+    assert code == 1, out
+    assert out.count("remove        ") == len(gone) and "would" not in out, out
+    assert set(d0.glob("*.snapshot")) | set(d1.glob("*.snapshot")) == kept
+    quarantined = {str(p.relative_to(p.parents[1])): p.read_bytes()
+                   for p in (tmp_path / ".kafkalog-quarantine").rglob("*.snapshot")}
+    assert quarantined == {k: before[k] for k in (str(p.relative_to(ld)) for p in gone)}
+    after = tree(ld)
+    assert {k: v for k, v in before.items() if ld / k not in gone} == after  # the rest as is
+    assert kafkalog("recover", ld) == (0, "nothing to do\n")
+
+
+def test_a_log_start_past_the_log_end_leaves_the_snapshots_alone(tmp_path):
+    """There the broker deletes every segment (LogLoader), which recover does not do: it
+    takes no snapshot from below the log start either, and leaves the error to verify."""
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    (ld / naming.LOG_START).write_text("0\n1\ndemo 0 999999\n")
+    before = tree(ld)
+    code, out = kafkalog("recover", ld)
+    assert code == 4 and "remove" not in out and "LOG_START_PAST_END" in out, out
+    assert tree(ld) == before
+
+
+@pytest.mark.parametrize(("entry", "tiered", "start"), [
+    (None, False, 243),  # no entry: the first segment's base offset
+    (100, False, 243),  # an entry below it is raised to it
+    (400, False, 400),
+    ("corrupt", False, 243),  # the broker reads an unparsable checkpoint as empty
+    (100, True, 100),  # tiered storage: the entry as is (older offsets are remote)
+    (None, True, 0),
+])
+def test_the_log_start_is_the_one_the_brokers_load_takes(tmp_path, entry, tiered, start):
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    for f in (ld / "demo-0").glob("00000000000000000000.*"):
+        f.unlink()  # the first segment now starts at 243
+    if entry == "corrupt":
+        (ld / naming.LOG_START).write_text("0\n1\ndemo 0 x\n")
+    elif entry is not None:
+        (ld / naming.LOG_START).write_text(f"0\n1\ndemo 0 {entry}\n")
+    if tiered:
+        (ld / naming.REMOTE_INDEX_CACHE).mkdir()
+    part = open_target(ld / "demo-0").partition
+    assert log_start_offset(part, part.segments[0].base_offset) == start
 
 
 def test_hints_name_full_below_the_recovery_point_and_force_when_batches_follow(tmp_path):

@@ -35,6 +35,24 @@ def recovery_point(part: PartitionDir) -> int:
         return 0
 
 
+def log_start_offset(part: PartitionDir, first_base: int) -> int:
+    """The log start offset a broker's load takes (LogLoader.load): the partition's entry in
+    log-start-offset-checkpoint (missing or unreadable: 0, LogManager.loadLogs), raised to
+    `first_base`, the first segment's base offset; with tiered storage (the log dir has a
+    remote-log-index-cache/) the entry as is: what is older is in remote storage."""
+    entry = 0
+    if part.log_dir is not None:
+        try:
+            entry = read_offsets(part.log_dir.path / naming.LOG_START).get(part.key, 0)
+        except (CorruptDataError, LogDirIOError):
+            entry = 0
+        # a partition target's log dir is not scanned (parent_log_dir): look for the cache
+        if part.log_dir.remote_index_cache is not None or \
+                (part.log_dir.path / naming.REMOTE_INDEX_CACHE).is_dir():
+            return entry
+    return max(entry, first_base)
+
+
 def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,
                    fsync: bool = True, replace_corrupt: bool = False) -> None:
     """Set (or, with None, drop) entries and rewrite the file atomically. With

@@ -12,8 +12,9 @@ Plan, in the broker's order:
   4. indexes that are missing or differ from a rebuild are rewritten; a segment on which
      the broker's own recovery would find an index full (and not start) is cut where its
      append path should have rolled (rebuild.py, split.py)
-  5. producer snapshots that do not decode are rebuilt from the log, a leader-epoch
-     checkpoint that does not parse (or is out of order) from the batches' epochs
+  5. producer snapshots past the log end or at or below the log start are removed, those
+     that do not decode rebuilt from the log, a leader-epoch checkpoint that does not parse
+     (or is out of order) from the batches' epochs
   6. the recovery point becomes the log end offset (commands/recover.py)
 Kafka cuts wherever the first bad batch is. We do that only at the tail: when valid batches
 follow the damage (in the segment or in later ones) the cut would drop good records, so it
@@ -42,6 +43,7 @@ from kafkalog_cli.errors import CorruptDataError, LogDirIOError
 from kafkalog_cli.storage.checks.batch_rules import BatchRules
 from kafkalog_cli.storage.checks.log_state import LogEnd, epochs_from_log, state_at
 from kafkalog_cli.storage.disk import naming, safety
+from kafkalog_cli.storage.disk.checkpoints import log_start_offset
 from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
 from kafkalog_cli.storage.disk.logdir import PartitionDir
 from kafkalog_cli.storage.disk.scan import CURRENT
@@ -234,6 +236,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
     if not segs:
         return plan
     cap = capacity or index_capacity(segs) or IndexCapacity()
+    log_start = log_start_offset(part, segs[0].base_offset)  # no cut removes segs[0]
     floor = validation_floor([s.base_offset for s in segs], recovery_point)
     state: ProducerState | None = None
     rules: BatchRules | None = None
@@ -249,7 +252,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
         r = rebuild_segment(seg, interval, state, txn_on_disk=txn_on_disk(seg), capacity=cap,
                             rules=rules)
         if r.truncated:
-            if not _plan_cut(plan, segs, i, r, force, cap, interval):
+            if not _plan_cut(plan, segs, i, r, force, cap, interval, log_start):
                 return plan
             plan.validated.add(seg.base_offset)
             end = (seg.base_offset, r.valid_bytes)
@@ -263,14 +266,14 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
         plan.log_end_offset = log_end_offset(segs)
         if plan.log_end_offset is None:
             plan.log_end_offset = last_seg.base_offset
-        _snapshots_past_end(plan)
+        _snapshots_out_of_range(plan, log_start)
     _snapshot_actions(plan, segs, end)
     _epoch_actions(plan, segs, end)
     return plan
 
 
 def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
-              cap: IndexCapacity, interval: int) -> bool:
+              cap: IndexCapacity, interval: int, log_start: int) -> bool:
     """Plan cutting segs[i] at the first bad batch and removing every later segment, as
     LogLoader does; False (and a problem) when whole batches follow and not `force`."""
     seg, later = segs[i], segs[i + 1:]
@@ -303,32 +306,41 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
                 plan.actions.append(Action("remove", p, "segment after the truncation "
                                            "point (the broker deletes it)"))
     plan.log_end_offset = r.next_offset if r.next_offset is not None else seg.base_offset
-    _snapshots_past_end(plan, "new ")
+    _snapshots_out_of_range(plan, log_start, "new ")
     return True
 
 
-def _snapshots_past_end(plan: Plan, new: str = "") -> None:
-    """Remove the producer snapshots beyond the log end, as the broker's load does
-    (truncateAndReload): also those a run stopped between its cut and their removal left."""
-    assert plan.log_end_offset is not None
-    for off in plan.part.snapshots:
-        if off > plan.log_end_offset:
-            plan.actions.append(Action(
-                "remove", plan.part.path / naming.segment_file_name(off, naming.SNAPSHOT),
-                f"producer snapshot beyond the {new}log end offset"))
+def _snapshots_out_of_range(plan: Plan, log_start: int, new: str = "") -> None:
+    """Remove the producer snapshots out of the log's range, as the broker's load does
+    (ProducerStateManager.truncateAndReload: offset > log end or offset <= log start):
+    beyond the log end also those a run stopped between its cut and their removal left.
+    A log start past the log end is left alone: there the broker deletes every segment
+    instead (verify's LOG_START_PAST_END), which recover does not do."""
+    leo = plan.log_end_offset
+    assert leo is not None
+    for off in sorted(plan.part.snapshots):
+        if off > leo:
+            why = f"producer snapshot beyond the {new}log end offset"
+        elif off <= log_start <= leo:
+            why = f"producer snapshot at or below the log start offset {log_start}"
+        else:
+            continue
+        plan.actions.append(Action(
+            "remove", plan.part.path / naming.segment_file_name(off, naming.SNAPSHOT), why))
 
 
 def _snapshot_actions(plan: Plan, segs: list[Segment], end: LogEnd | None) -> None:
     """A snapshot that does not decode is replaced by one rebuilt from the log (the broker
     deletes it and rebuilds producer state from an older snapshot and the log:
-    ProducerStateManager.loadFromSnapshot). Below the log start there is no log to rebuild
-    it from, so it only goes."""
-    part, leo = plan.part, plan.log_end_offset
-    assert leo is not None
+    ProducerStateManager.loadFromSnapshot). One below the first segment that is not out of
+    range (tiered storage, or a log start past the end) has no log to rebuild it from, so it
+    only goes."""
+    part = plan.part
+    removed = {a.path for a in plan.actions if a.kind == "remove"}
     for off in sorted(part.snapshots):
-        if off > leo and end is not None:
-            continue  # removed with the cut
         p = part.path / naming.segment_file_name(off, naming.SNAPSHOT)
+        if p in removed:
+            continue  # out of the log's range: it goes as it is
         try:
             decode_snapshot(read_regular(p))
             continue
