@@ -57,7 +57,17 @@ class _Ring:
         size, n = len(self.mem), len(data)
         while self._regions and self._regions[0][0] < _turn_now():
             self._regions.popleft()
-        tail = self._regions[0][1] if self._regions else self.head
+        # back to the ring's start where [0, n) is free (never within an item's run: the
+        # parent writes that out as one): the pages written stay about as many as are held
+        # at once (a page's first write is a fault, and they share the cache with the
+        # decoding), not the whole ring
+        lap = self.head + -self.head % size
+        if not self._regions:
+            tail = self.head = lap
+        else:
+            tail = self._regions[0][1]
+            if self._regions[-1][0] != item and lap - tail + n <= size:
+                self.head = lap
         if n > size - (self.head - tail):
             return None
         at = self.head % size

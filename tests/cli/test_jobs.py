@@ -685,3 +685,35 @@ def test_a_worker_is_set_to_die_with_its_parent(pure: bool,
     os.close(r)
     os.waitpid(pid, 0)
     assert got == str(int(signal.SIGKILL)).encode()
+
+
+def test_the_ring_goes_back_to_its_start_where_that_is_free(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # held output is written from the ring's start whenever the bytes there are free, so
+    # that a worker touches about as many pages as it holds at once, not the whole ring;
+    # an item's own bytes stay one run (the parent writes them out as one), and what would
+    # overlap bytes still held is refused (they then spill)
+    import mmap
+
+    turn = mmap.mmap(-1, 8)
+    monkeypatch.setattr(workers, "_turn", turn)
+
+    def set_turn(i: int) -> None:
+        turn[:8] = i.to_bytes(8, "little", signed=True)
+
+    ring = workers._Ring(mmap.mmap(-1, 100))
+    set_turn(0)
+    assert ring.put(1, b"a" * 20) == 0
+    assert ring.put(1, b"b" * 20) == 20  # item 1 goes on where it was
+    set_turn(2)  # item 1 written out: the ring is free again
+    assert ring.put(3, b"c" * 30) % 100 == 0
+    assert ring.put(4, b"d" * 10) % 100 == 30  # item 3 still held: after it
+    set_turn(4)
+    at = ring.put(5, b"e" * 25)  # [0, 25) is free again, item 4 is at [30, 40)
+    assert at is not None and at % 100 == 0
+    assert ring.put(5, b"f" * 10) is None  # would run into item 4's bytes
+    assert ring.put(6, b"g" * 6) is None  # [25, 30) is left: too short
+    assert ring.put(6, b"g" * 5) == 225  # (positions count every byte ever written)
+    set_turn(7)
+    assert ring.put(7, b"h" * 100) == 300  # all free: the whole ring, from its start
+    assert bytes(ring.mem[:5]) == b"h" * 5
