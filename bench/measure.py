@@ -12,6 +12,7 @@ import functools
 import gc
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -117,23 +118,35 @@ def timed(fn: Callable[[], object]) -> Callable[[], float]:
 
 
 def process(cmd: list[str], cwd: Path | None = None, check: bool = True,
-            ok: tuple[int, ...] = (0, 1), cpu: int | None = None) -> Callable[[], float]:
+            ok: tuple[int, ...] = (0, 1), cpu: int | None = None,
+            cpu_s: list[float] | None = None) -> Callable[[], float]:
     """cmd as a callable returning the process's wall seconds, stdout to /dev/null; an exit
     code outside ok raises (verify exits 1 on findings, which some corpus dirs have).
-    `cpu`: the process (and its children) may run on that CPU only."""
+    `cpu`: the process (and its children) may run on that CPU only. `cpu_s`: each run's
+    CPU seconds (user and system, its workers' included) are appended to it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"}
     pin = None if cpu is None else functools.partial(os.sched_setaffinity, 0, {cpu})
 
     def go() -> float:
+        before = _children_cpu()
         t = time.perf_counter()
         p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, preexec_fn=pin)
         dt = time.perf_counter() - t
+        if cpu_s is not None:
+            cpu_s.append(_children_cpu() - before)
         if check and p.returncode not in ok:
             raise RuntimeError(f"{' '.join(map(str, cmd[:6]))} ... exited {p.returncode}: "
                                f"{p.stderr.decode(errors='replace')[-400:]}")
         return dt
     return go
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the children reaped so far (a command's workers count once it reaps
+    them)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def together(cmd: list[str], n: int = 2, ok: tuple[int, ...] = (0, 1)) -> Callable[[], float]:

@@ -21,7 +21,7 @@ MARK = {True: "✓", False: "✗", None: "—"}
 
 
 def _num(v: float, unit: str) -> str:
-    if unit == "s":
+    if unit in ("s", "CPU-s"):
         return f"{v:.3f}"
     if unit == "records/s":
         return f"{v:,.0f}"

@@ -79,6 +79,11 @@ class Run:
         print(f"[{fig.section}] {fig.name}: {min(fig.ours_s):.3f}s{shown}", file=sys.stderr,
               flush=True)
 
+    def add(self, fig: Figure) -> None:
+        """A figure whose runs were measured alongside another's (its CPU time)."""
+        self.figures.append(fig.as_json())
+        print(f"[{fig.section}] {fig.name}: {fig.ratio:.2f}", file=sys.stderr, flush=True)
+
     def close_runs(self) -> int:
         """Runs for a section whose ratios sit within this machine's run-to-run noise of
         their goals (CLOSE_RUNS; --runs if more, 1 with --quick)."""
@@ -189,6 +194,10 @@ def jobs(r: Run) -> None:
                     f"{d.parent.name}, {_partitions(d)} partitions written by the reference "
                     "broker" for label, d in sets))
     r.note(sec, f"{r.close_runs()} runs of each -j 2 figure, {r.runs} of each 'two at once'")
+    r.note(sec, "'CPU time of -j 2 vs -j 1': the CPU seconds (user and system, the workers' "
+                "included) of the same runs. Above 1 is what -j 2 costs more in all (its "
+                "workers' start-up, the output they hold, and each core slowing while the other "
+                "is busy): -j 2 cannot be faster than (start-up + work x that figure / 2)")
     r.note(sec, "'two -j 1 at once' is the machine's own limit: two -j 1 runs started "
                 "together against one alone (1.00: two busy cores do not slow each other). "
                 "On a VM whose two vCPUs share a physical core, or a busy host, each runs "
@@ -216,10 +225,14 @@ def jobs(r: Run) -> None:
             shown = (d.parent.name if label == "broker" else d.name) + (
                 f" x{copies}" if copies > 1 else "")
             what = f"{' '.join(args)} ({shown})"
+            cpu2: list[float] = []
+            cpu1: list[float] = []
             r.figure(Figure(sec, f"{what} -j 2", "-j 2", "-j 1", goal=SPEEDUP_1_8,
                             goal_text="≥ 1.8x faster"),
-                     process(kl(*args, dd, "-j", 2), ok=ok),
-                     process(kl(*args, dd, "-j", 1), ok=ok), r.close_runs())
+                     process(kl(*args, dd, "-j", 2), ok=ok, cpu_s=cpu2),
+                     process(kl(*args, dd, "-j", 1), ok=ok, cpu_s=cpu1), r.close_runs())
+            r.add(Figure(sec, f"{what}: CPU time of -j 2 vs -j 1", "-j 2", "-j 1",
+                         ours_s=cpu2, peer_s=cpu1, unit="CPU-s"))
             r.figure(Figure(sec, f"{what}: two -j 1 at once", "two at once", "one alone"),
                      together(kl(*args, dd, "-j", 1), ok=ok),
                      process(kl(*args, dd, "-j", 1), ok=ok))

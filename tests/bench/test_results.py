@@ -21,7 +21,7 @@ import report  # noqa: E402
 import results  # noqa: E402
 import tables  # noqa: E402
 
-SECS = re.compile(r"^(\d+\.\d{3}) \((?:(\d+\.\d{3})-(\d+\.\d{3})|1 run)\)$")
+SECS = re.compile(r"^(\d+\.\d{3})(?: CPU-s)? \((?:(\d+\.\d{3})-(\d+\.\d{3})|1 run)\)$")
 
 
 @pytest.fixture(scope="module")
@@ -336,3 +336,20 @@ def test_a_pinned_process_runs_on_its_cpu_only(tmp_path: Path) -> None:
         assert measure.process(cmd, cpu=cpu)() > 0
     measure.process(cmd)()
     assert out.read_text().splitlines() == [str([c]) for c in mine[:2]] + [str(mine)]
+
+
+def test_a_process_s_cpu_time_counts_its_workers() -> None:
+    """'CPU time of -j 2 vs -j 1': measure.process(cpu_s=) adds each run's CPU seconds, those
+    of the children it forks and reaps (-j's workers) included, and not the wall time."""
+    import measure
+
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    forks = ("import os\npid = os.fork()\n" + spin +
+             "if pid == 0: os._exit(0)\nos.waitpid(pid, 0)\n")
+    sleeps = "import time; time.sleep(0.3)"
+    got: list[float] = []
+    for code in (spin, forks, sleeps):
+        measure.process([sys.executable, "-c", code], cpu_s=got)()
+    assert 0.3 <= got[0] < 0.55
+    assert 0.6 <= got[1] < 0.9  # the parent's 0.3 s and its child's
+    assert got[2] < 0.15
