@@ -2,12 +2,14 @@
 
 Codec ids (CompressionType): 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
 
-gzip   RFC 1952 member(s), as java.util.zip writes them; concatenated members accepted.
+gzip   RFC 1952 member(s), as java.util.zip writes them; concatenated members accepted, and
+       bytes after a member that do not start a member ignored (as GZIPInputStream does).
 snappy snappy-java (xerial) stream framing, which is not the official snappy framing:
          +--------------------------+-------------+-------------+----------------------+
          | 82 'SNAPPY' 00 (8 bytes) | version i32 | compat i32  | (len i32, block) ... |
          +--------------------------+-------------+-------------+----------------------+
        Input without that header is one raw snappy block (SnappyInputStream does the same).
+       Under 4 bytes after the last chunk are no chunk length: snappy-java ends there.
 lz4    Kafka's own LZ4 frame subset (KafkaLZ4BlockOutputStream), little-endian:
          magic 04 22 4D 18 | FLG | BD | [content size u64] | HC | blocks | 00000000 | [checksum]
        block = size u32 (bit 31 set: stored uncompressed) + data [+ xxh32 if FLG bit 4].
@@ -15,6 +17,11 @@ lz4    Kafka's own LZ4 frame subset (KafkaLZ4BlockOutputStream), little-endian:
        magic), which Kafka neither verifies nor fixes, so we accept it there.
 zstd   One or more frames written by a streaming compressor: no content size in the frame
        header, so one-shot decompression cannot size its output (python-zstandard #150).
+       The streaming reader returns a cut frame's data without a word; zstd-jni fails with
+       "Truncated source", so the frames' block headers are walked to their last block.
+
+A payload cut short (its CRC recomputed, or the cut made before the batch was written) is
+"<codec> data is truncated", never left for the record decoder to trip over.
 
 Decompression is bounded by `max_size` so that a hostile file cannot exhaust memory.
 """
@@ -82,8 +89,8 @@ def _optional(module: str) -> Callable[[], Any]:
     return load
 
 
-# kafkalog_cli/_speedups/fastinflate.pyx, the snappy and lz4 frame walks compiled (it brings
-# cramjam). It returns None for anything it does not decode cleanly, and the pure functions
+# kafkalog_cli/_speedups/fastinflate.pyx, the snappy, lz4 and zstd frame walks compiled (it
+# brings cramjam). It returns None for anything it does not decode cleanly, and the pure functions
 # below (its specification, tested equal) then raise with their messages.
 _fast_module = _optional("kafkalog_cli._speedups.fastinflate")
 # python-isal's zlib API, inflating 2-3x faster than zlib (10 ms to import)
@@ -161,12 +168,43 @@ def _inflate_members(inflater: Any, data: bytes | memoryview, max_size: int) -> 
         if not d.eof:
             if d.unconsumed_tail:
                 raise _too_big(max_size)
-            raise CorruptBatch("gzip stream is truncated")
+            raise CorruptBatch("gzip data is truncated")
         rest = d.unused_data
-        if not rest:
-            return bytes(out)
+        if not rest or not _gzip_header(rest):
+            return bytes(out)  # GZIPInputStream.readTrailer ignores what is not a member
         d = inflater.decompressobj(16 + zlib.MAX_WBITS)
         piece = d.decompress(rest, max_size + 1 - len(out))
+
+
+_GZIP_MAGIC_CM: Final = b"\x1f\x8b\x08"
+_GZIP_FIXED_HEADER: Final = 10  # magic 2, CM 1, FLG 1, MTIME 4, XFL 1, OS 1
+_GZIP_FHCRC, _GZIP_FEXTRA, _GZIP_FNAME, _GZIP_FCOMMENT = 2, 4, 8, 16
+
+
+def _gzip_header(data: bytes) -> bool:
+    """Whether `data` starts with a whole gzip member header, as GZIPInputStream.readHeader
+    (RFC 1952 2.3) reads one: after a member, Kafka's reader takes what follows as the next
+    member only then, and ignores it otherwise."""
+    if len(data) < _GZIP_FIXED_HEADER or not data.startswith(_GZIP_MAGIC_CM):
+        return False
+    flg = data[3]
+    pos = _GZIP_FIXED_HEADER
+    if flg & _GZIP_FEXTRA:
+        if pos + 2 > len(data):
+            return False
+        pos += 2 + int.from_bytes(data[pos:pos + 2], "little")
+    for field in (_GZIP_FNAME, _GZIP_FCOMMENT):
+        if flg & field:
+            zero = data.find(b"\0", pos)
+            if zero < 0:
+                return False
+            pos = zero + 1
+    if flg & _GZIP_FHCRC:
+        if pos + 2 > len(data) or int.from_bytes(data[pos:pos + 2], "little") != \
+                zlib.crc32(data[:pos]) & 0xFFFF:
+            return False
+        pos += 2
+    return pos <= len(data)
 
 
 def _gzip(data: bytes, level: int | None) -> bytes:
@@ -212,7 +250,7 @@ def _raw_snappy_length(block: bytes | memoryview) -> int:
         if b < 0x80:
             return result
         shift += 7
-    raise CorruptBatch("snappy block has a bad length prefix")
+    raise CorruptBatch("snappy data is corrupt: a block has a bad length prefix")
 
 
 def _unsnappy(data: bytes | memoryview, max_size: int) -> bytes:
@@ -231,11 +269,14 @@ def _unsnappy(data: bytes | memoryview, max_size: int) -> bytes:
                 pos += _XERIAL_HEADER.size
                 continue
             if end - pos < 4:
-                raise CorruptBatch("snappy-java stream is truncated inside a chunk length")
+                break  # SnappyInputStream.hasNextChunk: under 4 bytes left is the end
             (n,) = _XERIAL_BLOCK_LEN.unpack_from(mv, pos)
             pos += 4
-            if n < 0 or pos + n > end:
-                raise CorruptBatch("snappy-java chunk runs past the end of the data")
+            if n < 0:
+                raise CorruptBatch(f"snappy data is corrupt: chunk length {n}")
+            if pos + n > end:
+                raise CorruptBatch(f"snappy data is truncated: a chunk of {n} bytes runs "
+                                   f"{pos + n - end} bytes past the end")
             blocks.append(mv[pos:pos + n])
             pos += n
     else:
@@ -319,7 +360,9 @@ def _unlz4(data: bytes | memoryview, max_size: int, legacy: bool) -> bytes:
 
     mv = memoryview(data)
     end = len(mv)
-    if end < 7 or bytes(mv[:4]) != _LZ4_MAGIC:
+    if end < 7:
+        raise CorruptBatch("lz4 data is truncated in its frame header")
+    if bytes(mv[:4]) != _LZ4_MAGIC:
         raise CorruptBatch("lz4 data does not start with the LZ4 frame magic")
     flg, bd = mv[4], mv[5]
     if (flg & _LZ4_FLG_VERSION_MASK) >> 6 != 1 or flg & 0x03 or bd & 0x8F:
@@ -334,7 +377,7 @@ def _unlz4(data: bytes | memoryview, max_size: int, legacy: bool) -> bytes:
     if flg & _LZ4_FLG_CONTENT_SIZE:
         pos += 8
     if pos >= end:
-        raise CorruptBatch("lz4 frame is truncated in its header")
+        raise CorruptBatch("lz4 data is truncated in its frame header")
     if not legacy:
         hc = (_xxh32(bytes(mv[4:pos])) >> 8) & 0xFF
         if mv[pos] != hc:
@@ -344,14 +387,22 @@ def _unlz4(data: bytes | memoryview, max_size: int, legacy: bool) -> bytes:
     block_checksum = 4 if flg & _LZ4_FLG_BLOCK_CHECKSUM else 0
     while True:
         if pos + 4 > end:
-            raise CorruptBatch("lz4 frame is truncated (no end mark)")
+            raise CorruptBatch("lz4 data is truncated: no end mark")
         (word,) = _LZ4_U32.unpack_from(mv, pos)
         pos += 4
         if word == 0:
+            # Lz4BlockInputStream reads the content checksum (ignored here, as by older
+            # Kafka) when FLG says there is one; bytes after it are never read
+            if flg & _LZ4_FLG_CONTENT_CHECKSUM and end - pos < 4:
+                raise CorruptBatch("lz4 data is truncated: the content checksum is missing")
             break
         n = word & ~_LZ4_UNCOMPRESSED_BIT
-        if n > max_block or pos + n > end:
-            raise CorruptBatch("lz4 block size is larger than the frame allows or the data")
+        if n > max_block:
+            raise CorruptBatch(f"lz4 data is corrupt: a block of {n} bytes is larger than "
+                               f"the frame allows ({max_block})")
+        if pos + n > end:
+            raise CorruptBatch(f"lz4 data is truncated: a block of {n} bytes runs "
+                               f"{pos + n - end} bytes past the end")
         block = mv[pos:pos + n]
         pos += n + block_checksum
         room = max_size - len(out)
@@ -400,6 +451,9 @@ class _ZstdContexts(threading.local):
     makes starts a fresh session, so a corrupt batch leaves nothing for the next."""
 
     dctx: Any = None
+    # set with dctx: fastinflate's zstd_cut_frame, else (pure, or a .so built before it had
+    # one) _zstd_cut_frame
+    cut_frame: Any = None
 
 
 _zstd_contexts = _ZstdContexts()
@@ -413,6 +467,7 @@ def _unzstd(data: bytes | memoryview, max_size: int) -> bytes:
     dctx = _zstd_contexts.dctx
     if dctx is None:
         dctx = _zstd_contexts.dctx = zstandard.ZstdDecompressor()
+        _zstd_contexts.cut_frame = getattr(_fast_module(), "zstd_cut_frame", _zstd_cut_frame)
     try:
         reader = dctx.stream_reader(io.BytesIO(data), read_across_frames=True)
         out = bytearray()
@@ -423,12 +478,68 @@ def _unzstd(data: bytes | memoryview, max_size: int) -> bytes:
         while True:
             more = reader.read(min(_ZSTD_READ, max_size + 1 - len(out)))
             if not more:
-                return bytes(out)
+                break
             out += more
             if len(out) > max_size:
                 raise _too_big(max_size)
     except zstandard.ZstdError as e:
         raise CorruptBatch(f"zstd data is corrupt: {e}") from None
+    # The reader returns what a cut frame held without a word (zstd-jni, Kafka's reader,
+    # fails with "Truncated source"): check that every frame ends.
+    cut = _zstd_contexts.cut_frame(data)
+    if cut is not None:
+        raise CorruptBatch(f"zstd data is truncated: its frame at byte {cut} has no end")
+    return bytes(out)
+
+
+# RFC 8878 section 3.1: a frame is magic u32 LE | frame header | blocks | [checksum u32];
+# a skippable frame is magic 0x184D2A5? | size u32 LE | size bytes.
+_ZSTD_U32: Final = struct.Struct("<I")
+_ZSTD_MAGIC: Final = 0xFD2FB528
+_ZSTD_SKIPPABLE: Final = 0x184D2A50
+_ZSTD_SKIPPABLE_MASK: Final = 0xFFFFFFF0
+# frame header descriptor byte: content-size flag (bits 6-7), single segment (5),
+# checksum (2), dictionary id flag (0-1); index = the flag, value = the field's size
+_ZSTD_FCS_SIZE: Final = (0, 2, 4, 8)
+_ZSTD_DID_SIZE: Final = (0, 1, 2, 4)
+_ZSTD_BLOCK_HEADER: Final = 3  # u24 LE: last block (bit 0), type (1-2), size (3-23)
+_ZSTD_RLE_BLOCK: Final = 1  # type 1 stores its one byte, whatever the size says
+
+
+def _zstd_cut_frame(data: bytes | memoryview) -> int | None:
+    """The position of the first frame that `data` cuts off before its end (a header, a
+    block or its checksum short), else None. Only the block headers are read: a few a batch,
+    as a block holds up to 128 KiB. Stops, saying None, at anything that is not a frame:
+    the decoder has already judged that."""
+    end = len(data)
+    pos = 0
+    while pos < end:
+        start = pos
+        if end - pos < 8:  # the smallest frame: magic, descriptor, an empty last block
+            return start
+        magic = _ZSTD_U32.unpack_from(data, pos)[0]
+        if magic != _ZSTD_MAGIC:
+            if magic & _ZSTD_SKIPPABLE_MASK != _ZSTD_SKIPPABLE:
+                return None
+            pos += 8 + _ZSTD_U32.unpack_from(data, pos + 4)[0]
+            if pos > end:
+                return start
+            continue
+        fhd = data[pos + 4]
+        single = fhd >> 5 & 1
+        fcs = _ZSTD_FCS_SIZE[fhd >> 6] or single  # flag 0: 1 byte in single-segment frames
+        pos += 6 - single + _ZSTD_DID_SIZE[fhd & 3] + fcs
+        head = 0
+        while not head & 1:
+            if pos + _ZSTD_BLOCK_HEADER > end:
+                return start
+            head = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+            pos += _ZSTD_BLOCK_HEADER + (1 if head & 6 == _ZSTD_RLE_BLOCK << 1 else head >> 3)
+        if fhd & 4:
+            pos += 4
+        if pos > end:
+            return start
+    return None
 
 
 def _zstd(data: bytes, level: int | None) -> bytes:

@@ -228,7 +228,6 @@ def test_snappy_error_paths_one_by_one():
     header = stream[:16]
     cases = {
         "version 0": header[:8] + b"\x00\x00\x00\x00" + stream[12:],
-        "truncated in a length": stream + b"\x00\x00",
         "chunk past the end": stream[:-1],
         "negative chunk": header + b"\xff\xff\xff\xff",
         "bad length prefix": header + b"\x00\x00\x00\x05" + b"\xff" * 5,
@@ -243,6 +242,8 @@ def test_snappy_error_paths_one_by_one():
     repeated = header + stream[16:] + stream  # a header between chunks is tolerated
     assert _check_snappy(repeated, c.DEFAULT_MAX_DECOMPRESSED) == ("ok", data + data)
     assert _check_snappy(header, c.DEFAULT_MAX_DECOMPRESSED) == ("ok", b"")
+    # SnappyInputStream.hasNextChunk: under 4 bytes after a chunk are the end of the stream
+    assert _check_snappy(stream + b"\x00\x00", c.DEFAULT_MAX_DECOMPRESSED) == ("ok", data)
     for cap in (0, 1, 32767, 32768, len(data) - 1):
         assert _check_snappy(stream, cap)[0] is DecompressionLimit
     assert _check_snappy(stream, len(data)) == ("ok", data)
@@ -278,11 +279,13 @@ def test_gzip_error_paths_one_by_one():
         "truncated": stream[:-9],
         "bad crc": stream[:-8] + bytes((stream[-8] ^ 1,)) + stream[-7:],
         "bad header": b"\x1f\x8c" + stream[2:],
-        "trailing garbage": stream + b"garbage!",
+        "a member header, then junk": stream + stream[:10] + b"\xff\xff",
     }
     for why, bad in cases.items():
         kind, msg = _both(c.GZIP, bad, c.DEFAULT_MAX_DECOMPRESSED)
         assert kind is CorruptBatch, (why, msg)
+    # GZIPInputStream.readTrailer ignores what follows a member unless it is a member header
+    assert _both(c.GZIP, stream + b"garbage!", c.DEFAULT_MAX_DECOMPRESSED) == ("ok", data)
     for cap in (0, 1, len(data) - 1, 2 * len(data) - 1):
         assert _both(c.GZIP, stream + stream, cap)[0] is DecompressionLimit
     assert _both(c.GZIP, stream + stream, 2 * len(data)) == ("ok", data + data)
