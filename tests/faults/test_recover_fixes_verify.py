@@ -284,15 +284,18 @@ def test_a_log_start_past_the_log_end_leaves_the_snapshots_alone(tmp_path):
     assert tree(ld) == before
 
 
-@pytest.mark.parametrize(("entry", "tiered", "start"), [
-    (None, False, 243),  # no entry: the first segment's base offset
-    (100, False, 243),  # an entry below it is raised to it
-    (400, False, 400),
-    ("corrupt", False, 243),  # the broker reads an unparsable checkpoint as empty
-    (100, True, 100),  # tiered storage: the entry as is (older offsets are remote)
-    (None, True, 0),
+@pytest.mark.parametrize(("entry", "tiered", "start", "shown"), [
+    (None, False, 243, 243),  # no entry: the first segment's base offset
+    (100, False, 243, 243),  # an entry below it is raised to it
+    (400, False, 400, 400),
+    ("corrupt", False, 243, 243),  # the broker reads an unparsable checkpoint as empty
+    (100, True, 100, 100),  # tiered storage: the entry as is (older offsets are remote)
+    # no entry: the load takes 0 (LogManager.loadLogs); info shows the local start
+    (None, True, 0, 243),
+    ("corrupt", True, 0, 243),
 ])
-def test_the_log_start_is_the_one_the_brokers_load_takes(tmp_path, entry, tiered, start):
+def test_the_log_start_is_the_one_the_brokers_load_takes(tmp_path, entry, tiered, start,
+                                                         shown):
     ld = tmp_path / "ld"
     shutil.copytree(FIXTURE, ld)
     for f in (ld / "demo-0").glob("00000000000000000000.*"):
@@ -303,8 +306,11 @@ def test_the_log_start_is_the_one_the_brokers_load_takes(tmp_path, entry, tiered
         (ld / naming.LOG_START).write_text(f"0\n1\ndemo 0 {entry}\n")
     if tiered:
         (ld / naming.REMOTE_INDEX_CACHE).mkdir()
-    part = open_target(ld / "demo-0").partition
-    assert log_start_offset(part, part.segments[0].base_offset) == start
+    for target in (ld / "demo-0", ld):  # alone (its log dir unlisted), or in its log dir
+        [part] = [p for p in open_target(target).partitions() if p.path.name == "demo-0"]
+        first = part.segments[0].base_offset
+        assert log_start_offset(part, first) == start
+        assert log_start_offset(part, first, local_if_unknown=True) == shown
 
 
 def test_hints_name_full_below_the_recovery_point_and_force_when_batches_follow(tmp_path):
