@@ -57,7 +57,7 @@ FILES: dict[str, list[str]] = {
                 "and \\fIreplication-offset-checkpoint\\fR", _QUARANTINE],
     "recover": [_LOCK, "Finishes or undoes \\fI.cleaned\\fR/\\fI.swap\\fR/\\fI.deleted\\fR "
                 "leftovers, truncates damaged tails, rebuilds indexes and producer snapshots, "
-                "removes producer snapshots outside the log",
+                "removes the producer snapshots the broker's load deletes",
                 "Reads \\fIrecovery-point-offset-checkpoint\\fR, "
                 "\\fIlog-start-offset-checkpoint\\fR, "
                 "\\fI.kafka_cleanshutdown\\fR; updates \\fIrecovery-point-offset-checkpoint\\fR "

@@ -79,11 +79,12 @@ def command(paths: tuple[str, ...], full: bool, force: bool, dry_run: bool,
     """Do offline, and explain, what a broker does at start-up after an unclean shutdown:
     finish or undo interrupted replacements (.cleaned/.swap/.deleted), drop orphan indexes,
     validate segments from the recovery point, cut a torn or corrupt tail (or one whose
-    records do not decode, or whose offsets go backwards), rebuild indexes, remove producer
-    snapshots past the log end or at or below the log start, rebuild producer snapshots and
-    the leader-epoch checkpoint that do not parse, rewrite a log dir's unreadable
-    checkpoints and move the recovery point to the log end. Every removed file, cut byte
-    and rewritten file goes to a quarantine folder first, with a manifest.
+    records do not decode, or whose offsets go backwards), rebuild indexes, remove the
+    producer snapshots the broker's load deletes (stray ones, past the log end, at or below
+    the log start), rebuild producer snapshots and the leader-epoch checkpoint that do not
+    parse, rewrite a log dir's unreadable checkpoints and move the recovery point to the
+    log end. Every removed file, cut byte and rewritten file goes to a quarantine folder
+    first, with a manifest.
 
     Then it verifies what it leaves: whatever `kafkalog verify` would still report as an
     error is listed as `left`, with the command that fixes it (often this one with --full

@@ -142,6 +142,34 @@ def test_log_start_offset_off_the_first_local_segment_is_not_damage(sample):
     assert code == 0 and not_info(found) == [], not_info(found)
 
 
+def test_a_tiered_partition_named_alone_has_the_log_start_of_its_log_dir(sample):
+    """A partition dir named alone comes with its parent log dir unlisted: info still sees
+    the remote-log-index-cache/ there and takes the checkpoint entry as is, as it does for
+    the whole log dir (LogLoader.load: no max with the first local segment when tiered)."""
+    tiered = sample / "tiered-0"
+    shutil.copytree(sample / "demo-1", tiered)
+    for f in tiered.glob("00000000000000000000.*"):
+        f.unlink()  # the first local segment is 263
+    (sample / "log-start-offset-checkpoint").write_text("0\n1\ntiered 0 100\n")
+    remote_index_cache(sample)
+    [alone] = info_json(tiered)[0]["partitions"]
+    assert alone["logStartOffset"] == partitions(sample)["tiered-0"]["logStartOffset"] == 100
+
+
+def test_a_tiered_partition_without_an_entry_shows_where_its_local_log_starts(sample):
+    """The broker checkpoints every remote-enabled log, so no entry means the start is not
+    known here (the broker's load would take 0 for a remote-enabled topic, the first
+    segment's base for another): info shows the first local segment's base offset."""
+    tiered = sample / "tiered-0"
+    shutil.copytree(sample / "demo-1", tiered)
+    for f in tiered.glob("00000000000000000000.*"):
+        f.unlink()
+    remote_index_cache(sample)
+    assert partitions(sample)["tiered-0"]["logStartOffset"] == 263
+    [alone] = info_json(tiered)[0]["partitions"]
+    assert alone["logStartOffset"] == 263
+
+
 # --- 8: -stray dirs -----------------------------------------------------------------------
 
 def test_a_stray_dir_is_known_and_not_taken_for_the_live_partition(sample):

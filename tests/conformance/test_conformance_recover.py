@@ -16,6 +16,11 @@ Damage per partition (applied to the last segment, which is above the recovery p
   crc-tail         one byte flipped in the last batch (CRC mismatch, nothing valid after)
   crc-middle       one byte flipped in a middle batch (valid batches follow): the broker
                    truncates there; kafkalog refuses (exit 4) unless --force, then does the same
+
+Both copies of crash-a-0 also get producer snapshots its load deletes (PLANTED): stray ones
+below and above its last segment's base offset, and one past its log end, the largest
+stray, so the one above the last base goes too (removeStraySnapshots, then
+truncateAndReload).
 """
 from __future__ import annotations
 
@@ -219,13 +224,35 @@ def _crash(root: Path, version: str) -> dict:
     for tp, kind in DAMAGE.items():
         expected[tp] = damage(copies["broker"] / tp, kind)
         assert damage(copies["kafkalog"] / tp, kind) == expected[tp]
+    planted = plant_snapshots(copies, expected)
     damaged = {}
     for tp in DAMAGE:  # identical damage
         damaged[tp] = last_segment(copies["kafkalog"] / tp).read_bytes()
         assert last_segment(copies["broker"] / tp).read_bytes() == damaged[tp]
     return {"root": root, "copies": copies, "expected": expected, "acked": dict(acked),
             "killed_pid": killed_pid, "work": b.work_dir, "damaged": damaged,
-            "version": version}
+            "version": version, "planted": planted}
+
+
+PLANTED = "crash-a-0"  # as-killed: the broker and kafkalog keep its whole log
+
+
+def plant_snapshots(copies: dict, expected: dict) -> list[str]:
+    """Empty producer snapshots the broker's load deletes, the same in both copies: one
+    inside the first segment and one above the last segment's base offset (strays: no
+    segment starts there), and one past the log end, which is the largest stray, so the one
+    above the last base is not kept either. Neither the broker's recovery nor its clean stop
+    writes one at these offsets (they write at segment ends and the log end)."""
+    from kafkalog_cli.codec.snapshot import encode_snapshot
+
+    bases = sorted(int(p.stem) for p in (copies["broker"] / PLANTED).glob("*.log"))
+    offsets = (bases[0] + 1, bases[-1] + 1, expected[PLANTED] + 1000)
+    assert bases[0] + 1 < bases[1] and bases[-1] + 1 < expected[PLANTED], (bases, expected)
+    names = [f"{PLANTED}/{off:020d}.snapshot" for off in offsets]
+    for copy in copies.values():
+        for name in names:
+            (copy / name).write_bytes(encode_snapshot([]))
+    return names
 
 
 @pytest.fixture(scope="module")
@@ -355,6 +382,18 @@ def test_recover_rebuilds_the_indexes_the_broker_rebuilds(crashed, broker_recove
                 diffs.append(f"{tp}/{p.name}: broker {p.stat().st_size} bytes, kafkalog "
                              f"{q.stat().st_size} bytes (contents differ)")
     assert not diffs, "\n".join(diffs[:25])
+
+
+def test_recover_removes_the_snapshots_the_brokers_load_deletes(crashed, broker_recovered,
+                                                                kafkalog_recovered):
+    """The judge: the broker's load (and clean stop) left none of the planted snapshots;
+    kafkalog recover removed the same ones."""
+    for name in ("broker", "kafkalog"):
+        left = [n for n in crashed["planted"] if (crashed["copies"][name] / n).exists()]
+        assert not left, f"{name}: {left} left"
+    plain = _doc(kafkalog_recovered["runs"][0])[PLANTED]
+    removed = {Path(a["file"]).name for a in plain["actions"] if a["action"] == "remove"}
+    assert {Path(n).name for n in crashed["planted"]} <= removed, plain["actions"]
 
 
 def test_recover_second_run_changes_nothing(kafkalog_recovered):

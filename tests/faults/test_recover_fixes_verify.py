@@ -23,6 +23,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalog_cli.cli import main
+from kafkalog_cli.storage.checks.snapshot_rules import (
+    AT_OR_BELOW_START,
+    PAST_END,
+    STRAY,
+    snapshots_the_load_deletes,
+)
 from kafkalog_cli.storage.disk import naming
 from kafkalog_cli.storage.disk.checkpoints import log_start_offset
 from kafkalog_cli.storage.disk.logdir import open_target
@@ -234,42 +240,141 @@ def _snapshot(pdir: Path, off: int) -> Path:
     return pdir / naming.segment_file_name(off, naming.SNAPSHOT)
 
 
-def test_snapshots_out_of_the_logs_range_are_quarantined_as_the_broker_deletes_them(tmp_path):
-    """ProducerStateManager.truncateAndReload at load deletes a snapshot at an offset > the
-    log end or <= the log start (at the log start too, not just below). demo-0: log end 608,
-    log start 300 from the checkpoint (its first segment starts at 0); demo-1 has no entry,
-    so its log start is its first segment's base offset, 0."""
-    ld = tmp_path / "ld"
-    shutil.copytree(FIXTURE, ld)
-    (ld / naming.LOG_START).write_text("0\n1\ndemo 0 300\n")
-    d0, d1 = ld / "demo-0", ld / "demo-1"
-    for off in (100, 299, 300, 301, 609, 700):  # copies: a snapshot's offset is its name
-        shutil.copyfile(_snapshot(d0, 243), _snapshot(d0, off))
-    shutil.copyfile(_snapshot(d1, 263), _snapshot(d1, 0))
-    gone = {_snapshot(d0, off) for off in (100, 243, 299, 300, 609, 700)} | {_snapshot(d1, 0)}
-    kept = {_snapshot(d0, off) for off in (301, 506, 608)} | \
-        {_snapshot(d1, off) for off in (263, 506, 608)}
-    before = tree(ld)
+def kafka_load_deletes(snapshots, bases, log_start, log_end):
+    """Kafka 4.x's LogLoader.load, transliterated: ProducerStateManager.removeStraySnapshots
+    (segment base offsets), then truncateAndReload(log start, log end) on what is left."""
+    files = dict.fromkeys(sorted(snapshots))  # the ConcurrentSkipListMap, in offset order
+    deleted = set()
+    max_base = max(bases) if bases else None
+    latest_stray = None
+    for key in list(files):
+        if latest_stray is not None:
+            if key not in bases:
+                files.pop(latest_stray)  # prev.deleteIfExists(); snapshots.remove(prev)
+                deleted.add(latest_stray)
+                latest_stray = key
+        elif key not in bases:
+            latest_stray = key
+    if latest_stray is not None and max_base is not None and latest_stray < max_base:
+        files.pop(latest_stray)
+        deleted.add(latest_stray)
+    for off in list(files):  # truncateAndReload: "remove all out of range snapshots"
+        if off > log_end or off <= log_start:
+            deleted.add(off)
+    return deleted
 
+
+@pytest.mark.parametrize(("snapshots", "bases", "start", "end", "expected"), [
+    # a clean shutdown's: one at each base and one at the log end; the log start's goes
+    ({0, 243, 506, 608}, {0, 243, 506}, 0, 608, {0: AT_OR_BELOW_START}),
+    # one past the end is the largest stray, so the one at the log end goes as a stray too
+    ({243, 506, 608, 700}, {0, 243, 506}, 0, 608, {608: STRAY, 700: PAST_END}),
+    # strays below the last base all go, the largest too
+    ({100, 300, 506}, {0, 243, 506}, 0, 608, {100: STRAY, 300: STRAY}),
+    ({100, 300, 506, 600}, {0, 243, 506}, 0, 608, {100: STRAY, 300: STRAY}),
+    # at or below the log start: a stray goes as a stray first
+    ({243, 299, 300, 301, 506}, {0, 243, 506}, 300, 608,
+     {243: AT_OR_BELOW_START, 299: STRAY, 300: STRAY, 301: STRAY}),
+    ({300, 506, 550}, {0, 300, 506}, 300, 608, {300: AT_OR_BELOW_START}),
+    ({610}, {0, 506}, 0, 608, {610: PAST_END}),  # kept as the largest stray, then past the end
+    (set(), {0}, 0, 0, {}),
+    # a log start past the log end (the broker deletes every segment): only past the end
+    ({0, 243, 700}, {0, 243, 506}, 1000, 608, {700: PAST_END}),
+])
+def test_the_snapshots_the_load_deletes(snapshots, bases, start, end, expected):
+    assert snapshots_the_load_deletes(snapshots, bases, start, end) == expected
+    if start <= end:
+        assert set(expected) == kafka_load_deletes(snapshots, bases, start, end)
+
+
+@given(st.sets(st.integers(0, 40), max_size=12), st.sets(st.integers(0, 40), min_size=1,
+                                                          max_size=6),
+       st.integers(0, 40), st.integers(0, 40))
+@settings(max_examples=300, deadline=None)
+def test_the_rule_deletes_what_kafkas_load_deletes(snapshots, bases, start, end):
+    start = min(start, end)  # past the end is not modelled (LOG_START_PAST_END)
+    assert set(snapshots_the_load_deletes(snapshots, bases, start, end)) == \
+        kafka_load_deletes(snapshots, bases, start, end)
+
+
+def _snapshot_findings(ld: Path) -> dict[Path, str]:
+    code, out = kafkalog("verify", ld, "--format", "json")
+    assert code == 0, out  # none of them an error
+    return {Path(f["file"]): f["code"] for f in json.loads(out)["findings"]
+            if f["code"].startswith("SNAPSHOT_")}
+
+
+def _recover_removes_exactly(tmp_path: Path, ld: Path, rules: dict[Path, str],
+                             starts: dict[str, int] | None = None) -> None:
+    """--dry-run lists exactly the files of `rules` (file -> the rule that removes it) and
+    changes nothing; verify reports each; recover quarantines exactly them, byte for byte,
+    and leaves the rest; then a second run and verify find nothing."""
+    gone = {p: _why(r, (starts or {}).get(p.parent.name, 0)) for p, r in rules.items()}
+    before = tree(ld)
     code, out = kafkalog("recover", ld, "--dry-run", "--format", "json")
     rows = [a for r in json.loads(out)["partitions"] for a in r["actions"]]
     assert code == 4 and tree(ld) == before  # work found, nothing changed
-    assert {Path(a["file"]) for a in rows if a["action"] == "remove"} == gone, rows
-    reasons = {Path(a["file"]): a["reason"] for a in rows}
-    assert reasons[_snapshot(d0, 300)] == "producer snapshot at or below the log start offset 300"
-    assert reasons[_snapshot(d0, 700)] == "producer snapshot beyond the log end offset"
-    assert reasons[_snapshot(d1, 0)] == "producer snapshot at or below the log start offset 0"
+    assert {Path(a["file"]): a["reason"] for a in rows if a["action"] == "remove"} == gone, rows
+    codes = {STRAY: "SNAPSHOT_STRAY", PAST_END: "SNAPSHOT_PAST_END",
+             AT_OR_BELOW_START: "SNAPSHOT_AT_OR_BELOW_START"}
+    assert _snapshot_findings(ld) == {p: codes[r] for p, r in rules.items()}
 
     code, out = kafkalog("recover", ld)
     assert code == 1, out
     assert out.count("remove        ") == len(gone) and "would" not in out, out
-    assert set(d0.glob("*.snapshot")) | set(d1.glob("*.snapshot")) == kept
     quarantined = {str(p.relative_to(p.parents[1])): p.read_bytes()
                    for p in (tmp_path / ".kafkalog-quarantine").rglob("*.snapshot")}
     assert quarantined == {k: before[k] for k in (str(p.relative_to(ld)) for p in gone)}
-    after = tree(ld)
-    assert {k: v for k, v in before.items() if ld / k not in gone} == after  # the rest as is
+    assert {k: v for k, v in before.items() if ld / k not in gone} == tree(ld)  # the rest
     assert kafkalog("recover", ld) == (0, "nothing to do\n")
+    assert _snapshot_findings(ld) == {}
+
+
+def _why(rule: str, start: int = 0) -> str:
+    return {STRAY: "stray producer snapshot: its offset is no segment's base offset (the "
+                   "broker keeps only the largest such one, if above the last segment's)",
+            PAST_END: "producer snapshot beyond the log end offset",
+            AT_OR_BELOW_START: f"producer snapshot at or below the log start offset {start}"
+            }[rule]
+
+
+def test_snapshots_out_of_the_logs_range_are_quarantined_as_the_broker_deletes_them(tmp_path):
+    """ProducerStateManager.truncateAndReload at load deletes a snapshot at an offset > the
+    log end or <= the log start (at the log start too, not just below). demo-0: segments 0,
+    243, 506, log end 608, log start 243 from the checkpoint; demo-1 has no entry, so its
+    log start is its first segment's base offset, 0. Before that, removeStraySnapshots
+    keeps only the largest stray one: demo-0's 700 (then past the end), so 608 goes too."""
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    (ld / naming.LOG_START).write_text("0\n1\ndemo 0 243\n")
+    d0, d1 = ld / "demo-0", ld / "demo-1"
+    for off in (0, 700):  # copies: a snapshot's offset is its name
+        shutil.copyfile(_snapshot(d0, 243), _snapshot(d0, off))
+    shutil.copyfile(_snapshot(d1, 263), _snapshot(d1, 0))
+    _recover_removes_exactly(tmp_path, ld, {
+        _snapshot(d0, 0): AT_OR_BELOW_START, _snapshot(d0, 243): AT_OR_BELOW_START,
+        _snapshot(d0, 608): STRAY, _snapshot(d0, 700): PAST_END,
+        _snapshot(d1, 0): AT_OR_BELOW_START}, {"demo-0": 243})
+    assert sorted(p.name for p in d0.glob("*.snapshot")) == ["00000000000000000506.snapshot"]
+    assert len(list(d1.glob("*.snapshot"))) == 3  # 263, 506 and the largest stray, 608
+
+
+def test_stray_snapshots_are_quarantined_as_the_broker_deletes_them(tmp_path):
+    """removeStraySnapshots: demo-0 (segments 0, 243, 506; log end 608) gets strays at 100
+    and 300 (below the last base: they go), 550 and 600 (above it: all but the largest go;
+    the one at the log end, 608, is then the largest and stays). demo-1 gets one at 400,
+    its only stray below the last base besides 608: the largest below goes too."""
+    ld = tmp_path / "ld"
+    shutil.copytree(FIXTURE, ld)
+    d0, d1 = ld / "demo-0", ld / "demo-1"
+    for off in (100, 300, 550, 600):
+        shutil.copyfile(_snapshot(d0, 243), _snapshot(d0, off))
+    shutil.copyfile(_snapshot(d1, 263), _snapshot(d1, 400))
+    (d1 / "00000000000000000608.snapshot").unlink()  # so 400 is the largest stray
+    rules = {_snapshot(d0, off): STRAY for off in (100, 300, 550, 600)}
+    _recover_removes_exactly(tmp_path, ld, {**rules, _snapshot(d1, 400): STRAY})
+    assert sorted(int(p.stem) for p in d0.glob("*.snapshot")) == [243, 506, 608]
+    assert sorted(int(p.stem) for p in d1.glob("*.snapshot")) == [263, 506]
 
 
 def test_a_log_start_past_the_log_end_leaves_the_snapshots_alone(tmp_path):
@@ -284,15 +389,18 @@ def test_a_log_start_past_the_log_end_leaves_the_snapshots_alone(tmp_path):
     assert tree(ld) == before
 
 
-@pytest.mark.parametrize(("entry", "tiered", "start"), [
-    (None, False, 243),  # no entry: the first segment's base offset
-    (100, False, 243),  # an entry below it is raised to it
-    (400, False, 400),
-    ("corrupt", False, 243),  # the broker reads an unparsable checkpoint as empty
-    (100, True, 100),  # tiered storage: the entry as is (older offsets are remote)
-    (None, True, 0),
+@pytest.mark.parametrize(("entry", "tiered", "start", "shown"), [
+    (None, False, 243, 243),  # no entry: the first segment's base offset
+    (100, False, 243, 243),  # an entry below it is raised to it
+    (400, False, 400, 400),
+    ("corrupt", False, 243, 243),  # the broker reads an unparsable checkpoint as empty
+    (100, True, 100, 100),  # tiered storage: the entry as is (older offsets are remote)
+    # no entry: the load takes 0 (LogManager.loadLogs); info shows the local start
+    (None, True, 0, 243),
+    ("corrupt", True, 0, 243),
 ])
-def test_the_log_start_is_the_one_the_brokers_load_takes(tmp_path, entry, tiered, start):
+def test_the_log_start_is_the_one_the_brokers_load_takes(tmp_path, entry, tiered, start,
+                                                         shown):
     ld = tmp_path / "ld"
     shutil.copytree(FIXTURE, ld)
     for f in (ld / "demo-0").glob("00000000000000000000.*"):
@@ -303,8 +411,11 @@ def test_the_log_start_is_the_one_the_brokers_load_takes(tmp_path, entry, tiered
         (ld / naming.LOG_START).write_text(f"0\n1\ndemo 0 {entry}\n")
     if tiered:
         (ld / naming.REMOTE_INDEX_CACHE).mkdir()
-    part = open_target(ld / "demo-0").partition
-    assert log_start_offset(part, part.segments[0].base_offset) == start
+    for target in (ld / "demo-0", ld):  # alone (its log dir unlisted), or in its log dir
+        [part] = [p for p in open_target(target).partitions() if p.path.name == "demo-0"]
+        first = part.segments[0].base_offset
+        assert log_start_offset(part, first) == start
+        assert log_start_offset(part, first, local_if_unknown=True) == shown
 
 
 def test_hints_name_full_below_the_recovery_point_and_force_when_batches_follow(tmp_path):

@@ -29,8 +29,14 @@ from kafkalog_cli.storage.checks.batch_rules import (
     record_faults,
 )
 from kafkalog_cli.storage.checks.findings import ERROR, INFO, WARNING, Findings
+from kafkalog_cli.storage.checks.snapshot_rules import (
+    AT_OR_BELOW_START,
+    PAST_END,
+    STRAY,
+    snapshots_the_load_deletes,
+)
 from kafkalog_cli.storage.disk import fs, naming
-from kafkalog_cli.storage.disk.checkpoints import recovery_point
+from kafkalog_cli.storage.disk.checkpoints import log_start_offset, recovery_point
 from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.index import OffsetIndex, TimeIndex, TxnIndex
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir, RemoteIndexCache
@@ -475,8 +481,7 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
               f"{what} where Kafka keeps a segment's file: a broker's load lists only "
               "files, so it leaves out a .log so named and fails to open an index",
               fix="move it out of the log dir")
-    bases = {s.base_offset for s in part.segments}
-    last_base = part.segments[-1].base_offset if part.segments else -1
+    doomed, messages = _snapshots_the_load_deletes(part, leo)
     for off in part.snapshots:
         p = fs.child(pdir, naming.segment_file_name(off, naming.SNAPSHOT))
         try:
@@ -486,13 +491,10 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
                   "rebuilds producer state from the log)", fix=fix_recover)
         except OSError as e:
             f.add(ERROR, "SNAPSHOT_UNREADABLE", p, None, f"cannot read: {e.strerror}")
-        if off not in bases and off <= last_base:
-            f.add(INFO, "SNAPSHOT_STRAY", p, None, "producer snapshot at an offset that is not a "
-                  "segment base (the broker deletes it at start-up)")
-        if leo is not None and off > leo:
-            f.add(WARNING, "SNAPSHOT_PAST_END", p, None,
-                  f"producer snapshot at {off}, beyond the log end offset {leo} (the broker "
-                  "deletes it at load)", fix=fix_recover)
+        if off in doomed:  # what recover removes (to its quarantine), as the broker's load
+            severity, code, message = messages[doomed[off]]
+            f.add(severity, code, p, None, f"producer snapshot at {off}, {message}",
+                  fix=fix_recover)
     for fn in part.kraft_snapshots:
         p = pdir / fn.name
         if fn.kind is naming.FileKind.KRAFT_SNAPSHOT and not fn.temp:
@@ -504,6 +506,29 @@ def _check_partition_files(part: PartitionDir, f: Findings, opts: CheckOptions, 
                              fix_recover)
     if part.has(naming.PARTITION_METADATA):
         _check_partition_metadata(fs.child(pdir, naming.PARTITION_METADATA), f)
+
+
+def _snapshots_the_load_deletes(part: PartitionDir, leo: int | None
+                                ) -> tuple[dict[int, str], dict[str, tuple[str, str, str]]]:
+    """The snapshots a broker's load deletes (snapshot_rules.py), offset -> rule, and each
+    rule's severity, finding code and message. A running broker leaves stray ones (the one
+    a clean shutdown wrote, once a later segment is rolled) and ones at or below the log
+    start (retention and delete-records move it past them), so those are info; one past the
+    log end it never leaves (truncation deletes them)."""
+    if not part.segments:
+        return {}, {}
+    bases = [s.base_offset for s in part.segments]
+    end = leo if leo is not None else bases[-1]
+    start = log_start_offset(part, bases[0])
+    load = "(the broker deletes it at load)"
+    messages = {
+        STRAY: (INFO, "SNAPSHOT_STRAY", "which is no segment's base offset: the broker's "
+                "load deletes every such one but the largest, and that one too unless it "
+                f"lies above the last segment's base offset {bases[-1]}"),
+        PAST_END: (WARNING, "SNAPSHOT_PAST_END", f"beyond the log end offset {end} {load}"),
+        AT_OR_BELOW_START: (INFO, "SNAPSHOT_AT_OR_BELOW_START",
+                            f"at or below the log start offset {start} {load}")}
+    return snapshots_the_load_deletes(part.snapshots, bases, start, end), messages
 
 
 def _check_leader_epochs(p: fs.FilePath, f: Findings, leo: int | None,

@@ -4,6 +4,7 @@ marker."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import overload
 
 from kafkalog_cli.codec.checkpoint import format_offsets, parse_offsets
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError, UsageError
@@ -35,22 +36,46 @@ def recovery_point(part: PartitionDir) -> int:
         return 0
 
 
-def log_start_offset(part: PartitionDir, first_base: int) -> int:
-    """The log start offset a broker's load takes (LogLoader.load): the partition's entry in
-    log-start-offset-checkpoint (missing or unreadable: 0, LogManager.loadLogs), raised to
-    `first_base`, the first segment's base offset; with tiered storage (the log dir has a
-    remote-log-index-cache/) the entry as is: what is older is in remote storage."""
-    entry = 0
-    if part.log_dir is not None:
-        try:
-            entry = read_offsets(part.log_dir.path / naming.LOG_START).get(part.key, 0)
-        except (CorruptDataError, LogDirIOError):
-            entry = 0
-        # a partition target's log dir is not scanned (parent_log_dir): look for the cache
-        if part.log_dir.remote_index_cache is not None or \
-                (part.log_dir.path / naming.REMOTE_INDEX_CACHE).is_dir():
-            return entry
-    return max(entry, first_base)
+def log_start_entry(part: PartitionDir) -> int | None:
+    """The partition's entry in its log dir's log-start-offset-checkpoint (the log dir's
+    cached read); None when there is none, or the file does not parse (the broker reads it
+    as empty then: LogManager.loadLogs)."""
+    if part.log_dir is None:
+        return None
+    try:
+        cp = part.log_dir.checkpoint(naming.LOG_START)
+    except CorruptDataError:
+        return None
+    return None if cp is None else cp.get(part.key)
+
+
+@overload
+def log_start_offset(part: PartitionDir, first_base: int, *,
+                     local_if_unknown: bool = False) -> int: ...
+@overload
+def log_start_offset(part: PartitionDir, first_base: int | None, *,
+                     local_if_unknown: bool = False) -> int | None: ...
+def log_start_offset(part: PartitionDir, first_base: int | None, *,
+                     local_if_unknown: bool = False) -> int | None:
+    """The log start offset a broker's load takes (LogLoader.load's newLogStartOffset): the
+    checkpoint entry (missing or unreadable: 0, LogManager.loadLogs) raised to `first_base`,
+    the first segment's base offset; with tiered storage (LogDir.tiered) the entry as is:
+    what is older is in remote storage. None: no segment and no entry.
+
+    With tiered storage and no entry the load takes 0, yet where the log starts is not
+    known here: a broker checkpoints every remote-enabled log (LogManager.
+    checkpointLogStartOffsetsInDir), so the topic is likely not remote-enabled (that is a
+    topic config; the cache only says the broker has tiered storage on), and then the load
+    takes `first_base`. `local_if_unknown` answers `first_base` there, for people (info);
+    without it 0, a remote-enabled log's value and the lower one, so that what recover
+    removes below it the broker removes either way."""
+    entry = log_start_entry(part)
+    tiered = part.log_dir is not None and part.log_dir.tiered
+    if tiered and (entry is not None or not local_if_unknown):
+        return entry or 0
+    if first_base is None:
+        return entry
+    return max(entry or 0, first_base)
 
 
 def update_offsets(path: Path, updates: dict[tuple[str, int], int | None], *,

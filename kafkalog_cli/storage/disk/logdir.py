@@ -126,6 +126,18 @@ class LogDir:
     remote_index_cache: RemoteIndexCache | None = None
     _checkpoints: dict[str, dict[tuple[str, int], int] | CorruptDataError] = field(
         default_factory=dict)
+    _tiered: bool | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tiered(self) -> bool:
+        """Whether the broker runs with tiered storage: it keeps a remote-log-index-cache/
+        here. A log dir opened as a partition's parent (parent_log_dir) was not listed, so
+        it looks, once."""
+        if self.remote_index_cache is not None:
+            return True
+        if self._tiered is None:
+            self._tiered = (self.path / naming.REMOTE_INDEX_CACHE).is_dir()
+        return self._tiered
 
     def checkpoint(self, name: str) -> dict[tuple[str, int], int] | None:
         """A root offset checkpoint as a map; None if absent. Raises if it does not parse."""
@@ -306,6 +318,7 @@ def scan_log_dir(path: Path) -> LogDir:
             ld.root_files.append(entry.name)
         else:
             ld.unknown.append(entry.name)
+    ld._tiered = ld.remote_index_cache is not None  # listed: no need to look again
     return ld
 
 

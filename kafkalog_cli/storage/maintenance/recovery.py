@@ -12,8 +12,9 @@ Plan, in the broker's order:
   4. indexes that are missing or differ from a rebuild are rewritten; a segment on which
      the broker's own recovery would find an index full (and not start) is cut where its
      append path should have rolled (rebuild.py, split.py)
-  5. producer snapshots past the log end or at or below the log start are removed, those
-     that do not decode rebuilt from the log, a leader-epoch checkpoint that does not parse
+  5. producer snapshots the broker's load deletes (stray ones, those past the log end or
+     at or below the log start: snapshot_rules.py) are removed, those that do not decode
+     rebuilt from the log, a leader-epoch checkpoint that does not parse
      (or is out of order) from the batches' epochs
   6. the recovery point becomes the log end offset (commands/recover.py)
 Kafka cuts wherever the first bad batch is. We do that only at the tail: when valid batches
@@ -42,6 +43,12 @@ from kafkalog_cli.codec.snapshot import decode_snapshot, encode_snapshot
 from kafkalog_cli.errors import CorruptDataError, LogDirIOError
 from kafkalog_cli.storage.checks.batch_rules import BatchRules
 from kafkalog_cli.storage.checks.log_state import LogEnd, epochs_from_log, state_at
+from kafkalog_cli.storage.checks.snapshot_rules import (
+    AT_OR_BELOW_START,
+    PAST_END,
+    STRAY,
+    snapshots_the_load_deletes,
+)
 from kafkalog_cli.storage.disk import naming, safety
 from kafkalog_cli.storage.disk.checkpoints import log_start_offset
 from kafkalog_cli.storage.disk.files import atomic_write, fsync_dir, read_regular
@@ -266,7 +273,7 @@ def plan_partition(part: PartitionDir, recovery_point: int, *, full: bool = Fals
         plan.log_end_offset = log_end_offset(segs)
         if plan.log_end_offset is None:
             plan.log_end_offset = last_seg.base_offset
-        _snapshots_out_of_range(plan, log_start)
+        _snapshots_the_load_deletes(plan, segs, log_start)
     _snapshot_actions(plan, segs, end)
     _epoch_actions(plan, segs, end)
     return plan
@@ -306,35 +313,36 @@ def _plan_cut(plan: Plan, segs: list[Segment], i: int, r: Rebuilt, force: bool,
                 plan.actions.append(Action("remove", p, "segment after the truncation "
                                            "point (the broker deletes it)"))
     plan.log_end_offset = r.next_offset if r.next_offset is not None else seg.base_offset
-    _snapshots_out_of_range(plan, log_start, "new ")
+    _snapshots_the_load_deletes(plan, segs[:i + 1], log_start, "new ")
     return True
 
 
-def _snapshots_out_of_range(plan: Plan, log_start: int, new: str = "") -> None:
-    """Remove the producer snapshots out of the log's range, as the broker's load does
-    (ProducerStateManager.truncateAndReload: offset > log end or offset <= log start):
-    beyond the log end also those a run stopped between its cut and their removal left.
-    A log start past the log end is left alone: there the broker deletes every segment
-    instead (verify's LOG_START_PAST_END), which recover does not do."""
+def _snapshots_the_load_deletes(plan: Plan, segs: list[Segment], log_start: int,
+                                new: str = "") -> None:
+    """Remove the producer snapshots the broker's load deletes (snapshot_rules.py), `segs`
+    (and the pieces of planned splits) being the segments left: beyond the log end also
+    those a run stopped between its cut and their removal left. A log start past the log
+    end takes none from below it: there the broker deletes every segment instead (verify's
+    LOG_START_PAST_END), which recover does not do."""
     leo = plan.log_end_offset
     assert leo is not None
-    for off in sorted(plan.part.snapshots):
-        if off > leo:
-            why = f"producer snapshot beyond the {new}log end offset"
-        elif off <= log_start <= leo:
-            why = f"producer snapshot at or below the log start offset {log_start}"
-        else:
-            continue
+    bases = {s.base_offset for s in segs} | \
+        {off for a in plan.actions if a.split is not None for off, _pos in a.split.cuts}
+    why = {STRAY: "stray producer snapshot: its offset is no segment's base offset (the "
+                  "broker keeps only the largest such one, if above the last segment's)",
+           PAST_END: f"producer snapshot beyond the {new}log end offset",
+           AT_OR_BELOW_START: f"producer snapshot at or below the log start offset {log_start}"}
+    doomed = snapshots_the_load_deletes(plan.part.snapshots, bases, log_start, leo)
+    for off, rule in sorted(doomed.items()):
         plan.actions.append(Action(
-            "remove", plan.part.path / naming.segment_file_name(off, naming.SNAPSHOT), why))
+            "remove", plan.part.path / naming.segment_file_name(off, naming.SNAPSHOT), why[rule]))
 
 
 def _snapshot_actions(plan: Plan, segs: list[Segment], end: LogEnd | None) -> None:
     """A snapshot that does not decode is replaced by one rebuilt from the log (the broker
     deletes it and rebuilds producer state from an older snapshot and the log:
-    ProducerStateManager.loadFromSnapshot). One below the first segment that is not out of
-    range (tiered storage, or a log start past the end) has no log to rebuild it from, so it
-    only goes."""
+    ProducerStateManager.loadFromSnapshot). One below the first segment that the load keeps
+    (a log start past the end) has no log to rebuild it from, so it only goes."""
     part = plan.part
     removed = {a.path for a in plan.actions if a.kind == "remove"}
     for off in sorted(part.snapshots):

@@ -14,6 +14,7 @@ from kafkalog_cli.errors import CorruptDataError
 from kafkalog_cli.storage.checks.batch_rules import first_offset
 from kafkalog_cli.storage.checks.check import clean_headers
 from kafkalog_cli.storage.disk import fs, naming
+from kafkalog_cli.storage.disk.checkpoints import log_start_offset
 from kafkalog_cli.storage.disk.logdir import LogDir, PartitionDir
 
 
@@ -127,22 +128,16 @@ def partition_info(part: PartitionDir, bases: set[int] | None = None) -> Partiti
             [f.name for f in part.orphan_indexes]
         info.kraft_snapshots = [f.name for f in part.kraft_snapshots
                                 if f.kind is naming.FileKind.KRAFT_SNAPSHOT and not f.temp]
-    log_start = None
     if part.log_dir is not None:
         for attr, name in (("recovery_point", naming.RECOVERY_POINT),
-                           ("high_watermark", naming.REPLICATION),
-                           ("log_start_offset", naming.LOG_START)):
+                           ("high_watermark", naming.REPLICATION)):
             try:
                 cp = part.log_dir.checkpoint(name) or {}
             except CorruptDataError:
                 cp = {}
             setattr(info, attr, cp.get(part.key))
-        log_start = info.log_start_offset
-    # LogLoader: max(the checkpoint's entry, the first segment's base offset), so a partition
-    # that retention emptied still shows where it starts; with tiered storage (the broker
-    # keeps a remote-log-index-cache/) the entry as is: what is older is in remote storage
-    first_base = part.segments[0].base_offset if part.segments else None
-    tiered = part.log_dir is not None and part.log_dir.remote_index_cache is not None
-    info.log_start_offset = first_base if log_start is None else \
-        log_start if first_base is None or tiered else max(log_start, first_base)
+    # as the broker loads it, so a partition that retention emptied still shows where it
+    # starts; where tiered storage leaves that unknown, where the local log starts
+    info.log_start_offset = log_start_offset(
+        part, part.segments[0].base_offset if part.segments else None, local_if_unknown=True)
     return info
