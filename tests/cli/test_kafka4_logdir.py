@@ -246,3 +246,23 @@ def test_the_bootstrap_snapshot_is_verified_listed_and_dumped(sample):
                              '"kRaftVersionFeature":{"minSupportedVersion":0,'
                              '"maxSupportedVersion":1}}]}')
     assert lines[-1].endswith(' SnapshotFooter {"version":0}')
+
+
+def test_earliest_of_a_tiered_partition_is_its_log_start_in_remote_storage(sample):
+    """ListOffsets EARLIEST answers the log start offset, which with tiered storage lies in
+    remote storage, below the first local segment (LogLoader.load takes the checkpoint
+    entry as is there); without tiered storage the entry is raised to that segment."""
+    tiered = sample / "tiered-0"
+    shutil.copytree(sample / "demo-1", tiered)
+    for f in tiered.glob("00000000000000000000.*"):
+        f.unlink()  # the first local segment is 263
+    (sample / "log-start-offset-checkpoint").write_text("0\n1\ntiered 0 100\n")
+
+    def earliest():
+        r = run("find-by-time", tiered, "-t", "earliest", "--format", "json")
+        assert r.code == 0, r.err
+        return json.loads(r.out)[0]["offset"]
+
+    assert earliest() == 263  # no remote-log-index-cache/: max(entry, first local base)
+    remote_index_cache(sample)
+    assert earliest() == 100 == partitions(sample)["tiered-0"]["logStartOffset"]

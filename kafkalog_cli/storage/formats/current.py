@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.snapshot import decode_snapshot
-from kafkalog_cli.errors import CorruptDataError, KafkalogError, UsageError
+from kafkalog_cli.errors import CorruptDataError, UsageError
 from kafkalog_cli.storage.checks.check import (
     CheckOptions,
     Stats,
@@ -21,7 +21,11 @@ from kafkalog_cli.storage.checks.check import (
 )
 from kafkalog_cli.storage.checks.findings import ERROR, Findings
 from kafkalog_cli.storage.disk import logdir, naming
-from kafkalog_cli.storage.disk.checkpoints import recovery_point
+from kafkalog_cli.storage.disk.checkpoints import (
+    log_start_entry,
+    log_start_offset,
+    recovery_point,
+)
 from kafkalog_cli.storage.disk.files import read_small
 from kafkalog_cli.storage.disk.logdir import PartitionDir, Target, scan_partition
 from kafkalog_cli.storage.maintenance.floor import validation_floor
@@ -218,15 +222,10 @@ class CurrentFormat:
 
     def list_offsets(self, part: PartitionDir, when: int | str) -> timelookup.Found:
         """ListOffsets for a timestamp, or earliest / latest / max-timestamp."""
-        log_start = None
-        if part.log_dir is not None:
-            try:
-                log_start = (part.log_dir.checkpoint(naming.LOG_START) or {}).get(part.key)
-            except (KafkalogError, OSError):  # unreadable: "first segment", as Kafka does
-                log_start = None
-        if when == "earliest":
+        log_start = log_start_entry(part)  # unreadable: none, as Kafka reads it
+        if when == "earliest":  # the log start offset, as the broker loads it
             first = part.segments[0].base_offset if part.segments else 0
-            start = max(first, log_start or 0)
+            start = log_start_offset(part, first, local_if_unknown=True)
             return timelookup.Found(start, None, timelookup.epoch_for_offset(part, start))
         if when == "latest":
             return timelookup.Found(timelookup.log_end_offset(part), None,
