@@ -175,3 +175,18 @@ def test_without_pyarrow_one_line_names_the_extra(tmp_path: Path) -> None:
     r = run_env("verify", str(FIXTURE),
                 PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     assert r.code == 0, r.err
+
+
+def test_a_port_with_403_in_it_is_no_access_denied() -> None:
+    """CI met a free port 54039: "403" inside it made an unreachable store "access denied"."""
+    from kafkalog_cli.storage.disk.fs import describe
+
+    down = OSError("AWS Error NETWORK_CONNECTION during HeadObject operation: curlCode: 7, "
+                   "Could not connect to server; Details: Failed to connect to "
+                   "127.0.0.1:54039 after 0 ms")
+    assert describe("s3://b/k", down).startswith("s3://b/k: cannot reach the store: AWS Error")
+    for port in (4030, 14031, 403):
+        got = describe("s3://b/k", OSError(f"Failed to connect to 127.0.0.1:{port}"))
+        assert "cannot reach the store" in got, got
+    denied = OSError("AWS Error UNKNOWN (HTTP status 403) during HeadObject operation")
+    assert describe("s3://b/k", denied).startswith("s3://b/k: access denied: ")

@@ -150,21 +150,23 @@ def _stat_result(path: ObjectPath, info: Any) -> os.stat_result:
 # -- errors: pyarrow raises OSError (or ArrowException) with the SDK's words in the message --
 _KINDS = (
     (("ACCESS_DENIED", "AccessDenied", "SIGNATURE_DOES_NOT_MATCH", "InvalidAccessKeyId",
-      "INVALID_ACCESS_KEY_ID", "Forbidden", "403", "PERMISSION_DENIED", "AuthorizationFailure"),
+      "INVALID_ACCESS_KEY_ID", "Forbidden", "PERMISSION_DENIED", "AuthorizationFailure"),
      "access denied"),
-    (("NETWORK_CONNECTION", "Could not connect", "Couldn't connect", "curlCode",
-      "Couldn't resolve", "Could not resolve", "Connection refused", "UNAVAILABLE",
+    (("NETWORK_CONNECTION", "Could not connect", "Couldn't connect", "Failed to connect",
+      "curlCode", "Couldn't resolve", "Could not resolve", "Connection refused", "UNAVAILABLE",
       "timed out", "Timeout"), "cannot reach the store"),
     (("NoSuchBucket", "NO_SUCH_BUCKET", "bucket does not exist", "Bucket does not exist",
       "not found"), "no such bucket"),
 )
+_HTTP_403 = re.compile(r"(?<![\d.:])403(?!\d)")  # a status, not part of a port or address
 _WHERE = re.compile(r"^When [^:]*?:\s*")
 
 
 def describe(path: object, exc: BaseException) -> str:
     """One line: the URL, what kind of failure, the store's own words (first line)."""
     text = " ".join(str(exc).split())
-    kind = next((k for words, k in _KINDS if any(w in text for w in words)), "read failed")
+    kind = next((k for words, k in _KINDS if any(w in text for w in words)
+                 or (k == "access denied" and _HTTP_403.search(text))), "read failed")
     return f"{path}: {kind}: {_WHERE.sub('', text)}"
 
 
