@@ -36,6 +36,8 @@ R = TypeVar("R")
 SPILL = 1 << 20  # bytes an item holds in memory before it writes them to a file (big: sendfile)
 RING = 64 << 20  # bytes of shared memory per worker for output held ahead of its turn (_Ring)
 _BATCH = 1 << 20  # events pickled to the spill file at a time
+GATHER = 1 << 16  # bytes of small writes a worker's stdout gathers before handing them on
+PASS = 1 << 13  # a write this big is handed on as it is, not copied into the gathered bytes
 WINDOW = 4  # items in flight per worker: a short item need not wait for a long one
 MAX_IN_FLIGHT = 4096  # items handed out ahead of the one whose turn it is
 
@@ -52,9 +54,10 @@ class _Ring:
         self.head = 0  # bytes ever written; a byte's place is its position modulo the size
         self._regions: deque[list[int]] = deque()  # [item, start, end], in the order written
 
-    def put(self, item: int, data: Any) -> int | None:
-        """Copy `data` in for `item`; its position (None: no room)."""
-        size, n = len(self.mem), len(data)
+    def put(self, item: int, parts: Sequence[Any], n: int) -> int | None:
+        """Copy `parts` (buffers of bytes, `n` in all) in, one after the other, for `item`;
+        the position of their first byte (None: no room)."""
+        size = len(self.mem)
         while self._regions and self._regions[0][0] < _turn_now():
             self._regions.popleft()
         # back to the ring's start where [0, n) is free (never within an item's run: the
@@ -70,12 +73,18 @@ class _Ring:
                 self.head = lap
         if n > size - (self.head - tail):
             return None
-        at = self.head % size
-        first = min(n, size - at)
-        self.mem[at:at + first] = data[:first]
-        if first < n:
-            self.mem[:n - first] = data[first:]
-        start, self.head = self.head, self.head + n
+        start, mem = self.head, self.mem
+        for data in parts:
+            k = _nbytes(data)
+            at = self.head % size
+            first = min(k, size - at)
+            if first == k:
+                mem[at:at + k] = data
+            else:  # round the end of the ring
+                view = memoryview(data).cast("B")
+                mem[at:at + first] = view[:first]
+                mem[:k - first] = view[first:]
+            self.head += k
         if self._regions and self._regions[-1][0] == item:
             self._regions[-1][2] = self.head
         else:
@@ -111,15 +120,14 @@ class _Held:
         self._dir = spill_dir
         self._file: BinaryIO | None = None
 
-    def add(self, fd: int, data: Any) -> None:
-        data = memoryview(data).cast("B")
-        n = len(data)
+    def add(self, fd: int, parts: Sequence[Any], n: int) -> None:
+        """`parts` (buffers, `n` bytes in all) for `fd`, after what was added before."""
         if self.runs and self.runs[-1][0] == fd:
             self.runs[-1][1] += n
         else:
             self.runs.append([fd, n])
         if _ring is not None and self.mem is not None and not self.mem and self._item >= 0:
-            at = _ring.put(self._item, data)
+            at = _ring.put(self._item, parts, n)
             if at is not None:  # the ring part is a prefix: once refused, never again
                 if not self.ring_len:
                     self.ring, self.ring_start = _me, at
@@ -127,14 +135,16 @@ class _Held:
                 return
             self._item = -1
         if self.mem is not None and len(self.mem) + n <= SPILL:
-            self.mem += data
+            for data in parts:
+                self.mem += data
             return
         if self._file is None:
             handle, self.path = _spill_file(self._dir, ".out")
             self._file = os.fdopen(handle, "wb")
             self._file.write(self.mem or b"")
             self.mem = None
-        self._file.write(data)
+        for data in parts:
+            self._file.write(data)
 
     def __getstate__(self) -> dict[str, Any]:
         if self._file is not None:
@@ -191,6 +201,24 @@ def _write_all(fd: int, data: Any) -> None:
         view = view[os.write(fd, view):]
 
 
+def _writev_all(fd: int, parts: Sequence[Any]) -> None:
+    """`parts` (buffers) to `fd` in one writev where the fd takes them all at once (no copy
+    into one buffer first)."""
+    done = os.writev(fd, parts) if len(parts) > 1 else os.write(fd, parts[0])
+    for i, data in enumerate(parts):
+        k = _nbytes(data)
+        if done < k:  # a short write (a pipe, a signal): the rest one by one
+            _write_all(fd, memoryview(data).cast("B")[done:])
+            for rest in parts[i + 1:]:
+                _write_all(fd, rest)
+            return
+        done -= k
+
+
+def _nbytes(data: Any) -> int:
+    return len(data) if isinstance(data, (bytes, bytearray)) else memoryview(data).nbytes
+
+
 def _copy(src: int, fd: int, pos: int, n: int) -> None:
     """n bytes of file `src` from `pos` to `fd`: sendfile (no copy through this process),
     or read and write where the kernel cannot (an O_APPEND file, some old kernels)."""
@@ -227,12 +255,12 @@ class _Turn:
             held.write_out()
         return self.held is None
 
-    def add(self, fd: int, data: Any) -> None:
+    def add(self, fd: int, parts: Sequence[Any], n: int) -> None:
         if self._mine():
-            _write_all(fd, data)
+            _writev_all(fd, parts)
         else:
             assert self.held is not None
-            self.held.add(fd, data)
+            self.held.add(fd, parts, n)
 
     def finish(self) -> _Held | None:
         """What the parent must write when the turn comes (None: nothing)."""
@@ -272,6 +300,10 @@ class _Recording:
             pickle.dump(self.events, self._file, pickle.HIGHEST_PROTOCOL)
             self.events, self._size = [], 0
 
+    def add_parts(self, kind: str, parts: Sequence[Any], n: int) -> None:
+        for data in parts:
+            self.add(kind, data)
+
     def finish(self) -> str | list[tuple[str, Any]]:
         """The spill file's path, or the events."""
         if self._file is not None:
@@ -282,12 +314,20 @@ class _Recording:
         return self.events
 
 
-class _Sink(io.RawIOBase):
-    """A writable stream whose bytes go to `emit`."""
+Emit = Callable[[Sequence[Any], int], None]  # takes buffers and their length in all
 
-    def __init__(self, emit: Callable[[Any], None], tty: bool, first: Any = None) -> None:
+
+class _Sink(io.RawIOBase):
+    """A writable stream whose bytes go to `emit`: with `gather`, writes under PASS bytes
+    are gathered up to that many, and a bigger one goes on as it is, with what was
+    gathered before it, in one emit (stdout: most of a dump's output is chunks of record
+    text, which a buffer would copy once more); without, each write goes on at once."""
+
+    def __init__(self, emit: Emit, tty: bool, first: _Sink | None = None,
+                 gather: int = 0) -> None:
         super().__init__()
-        self._emit, self._tty, self._first = emit, tty, first
+        self._emit, self._tty, self._first, self._gather = emit, tty, first, gather
+        self._buf = bytearray()
 
     def writable(self) -> bool:
         return True
@@ -298,10 +338,22 @@ class _Sink(io.RawIOBase):
     def write(self, b: Any, /) -> int:
         if self._first is not None:  # stdout written before this stays before it
             self._first.flush()
-        n = len(memoryview(b).cast("B"))
-        if n:
-            self._emit(b)
+        n = _nbytes(b)
+        if n < PASS and self._gather:
+            self._buf += b
+            if len(self._buf) >= self._gather:
+                self.flush()
+        elif self._buf:
+            held, self._buf = self._buf, bytearray()
+            self._emit((held, b), len(held) + n)
+        elif n:
+            self._emit((b,), n)
         return n
+
+    def flush(self) -> None:
+        if self._buf:
+            held, self._buf = self._buf, bytearray()
+            self._emit((held,), len(held))
 
 
 class _RowRecorder(Renderer):
@@ -364,18 +416,18 @@ def _run(i: int) -> tuple[Any, Any, Any]:
     or the events of one, or None), the value, the error."""
     assert _job is not None
     items, work, renderer, spill_dir = _job
-    emit_out: Callable[[Any], None]
-    emit_err: Callable[[Any], None]
+    emit_out: Emit
+    emit_err: Emit
     if _FDS is not None:
         turn = _Turn(i, spill_dir)
         emit_out = functools.partial(turn.add, _FDS[0])
         emit_err = functools.partial(turn.add, _FDS[1])
     else:
         rec = _Recording(spill_dir)
-        emit_out = functools.partial(rec.add, "out")
-        emit_err = functools.partial(rec.add, "err")
+        emit_out = functools.partial(rec.add_parts, "out")
+        emit_err = functools.partial(rec.add_parts, "err")
     # stderr flushes stdout first: the output keeps the order it was written in
-    out = io.BufferedWriter(_Sink(emit_out, _TTY[0]), 1 << 16)
+    out = _Sink(emit_out, _TTY[0], gather=GATHER)
     errors = (getattr(sys.stdout, "errors", None) or "strict",
               getattr(sys.stderr, "errors", None) or "strict")  # the parent's (\\xNN)
     sys.stdout = io.TextIOWrapper(out, encoding="utf-8",

@@ -702,18 +702,98 @@ def test_the_ring_goes_back_to_its_start_where_that_is_free(
         turn[:8] = i.to_bytes(8, "little", signed=True)
 
     ring = workers._Ring(mmap.mmap(-1, 100))
+
+    def put(item: int, data: bytes) -> int | None:
+        return ring.put(item, [data], len(data))
+
     set_turn(0)
-    assert ring.put(1, b"a" * 20) == 0
-    assert ring.put(1, b"b" * 20) == 20  # item 1 goes on where it was
+    assert put(1, b"a" * 20) == 0
+    assert put(1, b"b" * 20) == 20  # item 1 goes on where it was
     set_turn(2)  # item 1 written out: the ring is free again
-    assert ring.put(3, b"c" * 30) % 100 == 0
-    assert ring.put(4, b"d" * 10) % 100 == 30  # item 3 still held: after it
+    assert put(3, b"c" * 30) % 100 == 0
+    assert put(4, b"d" * 10) % 100 == 30  # item 3 still held: after it
     set_turn(4)
-    at = ring.put(5, b"e" * 25)  # [0, 25) is free again, item 4 is at [30, 40)
+    at = put(5, b"e" * 25)  # [0, 25) is free again, item 4 is at [30, 40)
     assert at is not None and at % 100 == 0
-    assert ring.put(5, b"f" * 10) is None  # would run into item 4's bytes
-    assert ring.put(6, b"g" * 6) is None  # [25, 30) is left: too short
-    assert ring.put(6, b"g" * 5) == 225  # (positions count every byte ever written)
+    assert put(5, b"f" * 10) is None  # would run into item 4's bytes
+    assert put(6, b"g" * 6) is None  # [25, 30) is left: too short
+    assert put(6, b"g" * 5) == 225  # (positions count every byte ever written)
     set_turn(7)
-    assert ring.put(7, b"h" * 100) == 300  # all free: the whole ring, from its start
+    assert put(7, b"h" * 100) == 300  # all free: the whole ring, from its start
     assert bytes(ring.mem[:5]) == b"h" * 5
+
+
+def test_stdout_gathers_small_writes_and_hands_a_big_one_on_as_it_is() -> None:
+    # a worker's stdout: small writes gathered (one emit per GATHER bytes), a write of
+    # PASS bytes or more handed on uncopied, with what was gathered before it, in one
+    # emit; stderr (no gathering) first hands on what stdout gathered: order is kept
+    emitted: list[tuple[str, list[bytes], int]] = []
+
+    def emit(name: str):
+        def take(parts, n: int) -> None:
+            assert n == sum(len(p) for p in parts)
+            emitted.append((name, list(parts), n))
+        return take
+
+    out = workers._Sink(emit("out"), False, gather=workers.GATHER)
+    err = workers._Sink(emit("err"), False, out)
+    big = b"x" * workers.PASS
+    assert out.write(b"head\n") == 5 and out.write(b"er\n") == 3
+    assert emitted == []  # gathered
+    assert out.write(big) == len(big)
+    assert [(name, n) for name, _, n in emitted] == [("out", 8 + len(big))]
+    assert bytes(emitted[0][1][0]) == b"head\ner\n" and emitted[0][1][1] is big  # no copy
+    out.write(big)  # nothing gathered before it: on its own
+    assert emitted[1][1] == [big]
+    out.write(b"line\n")
+    err.write(b"warning\n")  # stdout's line goes first
+    assert [(name, b"".join(parts)) for name, parts, _ in emitted[2:]] == [
+        ("out", b"line\n"), ("err", b"warning\n")]
+    small = b"y" * (workers.PASS - 1)
+    for _ in range(workers.GATHER // len(small) + 1):
+        out.write(small)
+    assert emitted[-1][0] == "out" and emitted[-1][2] >= workers.GATHER  # a full gather
+    out.write(b"z")
+    out.flush()
+    assert emitted[-1][1] == [bytearray(b"z")]
+    out.flush()  # nothing left: no emit
+    assert emitted[-1][1] == [bytearray(b"z")]
+
+
+def test_held_parts_round_the_end_of_the_ring_in_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import mmap
+
+    turn = mmap.mmap(-1, 8)
+    turn[:8] = (0).to_bytes(8, "little", signed=True)
+    monkeypatch.setattr(workers, "_turn", turn)
+    ring = workers._Ring(mmap.mmap(-1, 100))
+    assert ring.put(1, [b"a" * 70], 70) == 0
+    turn[:8] = (1).to_bytes(8, "little", signed=True)  # item 1 still held: [0, 70)
+    parts = [b"b" * 10, bytearray(b"c" * 15)]
+    assert ring.put(2, parts, 25) == 70  # [70, 95): after item 1
+    assert ring.put(2, [memoryview(b"d" * 5), b"e" * 8], 13) is None  # would reach item 1
+    turn[:8] = (2).to_bytes(8, "little", signed=True)  # item 1 written out
+    assert ring.put(2, [memoryview(b"d" * 5), b"e" * 8], 13) == 95  # item 2 stays one run
+    assert bytes(ring.mem[70:100]) == b"b" * 10 + b"c" * 15 + b"d" * 5
+    assert bytes(ring.mem[:8]) == b"e" * 8  # round the end
+
+
+def test_a_short_writev_writes_the_rest(monkeypatch: pytest.MonkeyPatch,
+                                        tmp_path: Path) -> None:
+    # writev may take fewer bytes than given (a pipe, a signal): the rest still goes out,
+    # in order, once
+    real = os.writev
+
+    def short(fd: int, parts) -> int:
+        return real(fd, [memoryview(b"".join(parts))[:7]])
+
+    monkeypatch.setattr(workers.os, "writev", short)
+    path = tmp_path / "out"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    try:
+        workers._writev_all(fd, [b"abcde", bytearray(b"fghij"), memoryview(b"klm")])
+        workers._writev_all(fd, [b"no", b"pq"])  # whole: nothing after
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == b"abcdefghijklmnopq"
