@@ -201,10 +201,12 @@ def _write_all(fd: int, data: Any) -> None:
         view = view[os.write(fd, view):]
 
 
-def _writev_all(fd: int, parts: Sequence[Any]) -> None:
-    """`parts` (buffers) to `fd` in one writev where the fd takes them all at once (no copy
-    into one buffer first)."""
-    done = os.writev(fd, parts) if len(parts) > 1 else os.write(fd, parts[0])
+def _writev_all(fd: int, parts: Sequence[Any], n: int) -> None:
+    """`parts` (buffers, `n` bytes in all) to `fd`: one writev where the fd takes them all
+    at once (no copy into one buffer first)."""
+    done = os.writev(fd, parts)
+    if done == n:
+        return
     for i, data in enumerate(parts):
         k = _nbytes(data)
         if done < k:  # a short write (a pipe, a signal): the rest one by one
@@ -256,11 +258,14 @@ class _Turn:
         return self.held is None
 
     def add(self, fd: int, parts: Sequence[Any], n: int) -> None:
-        if self._mine():
-            _writev_all(fd, parts)
-        else:
-            assert self.held is not None
-            self.held.add(fd, parts, n)
+        held = self.held  # (once per write of every batch: kept to few calls)
+        if held is not None:
+            if _turn_now() != self._i:
+                held.add(fd, parts, n)
+                return
+            self.held = None
+            held.write_out()
+        _writev_all(fd, parts, n)
 
     def finish(self) -> _Held | None:
         """What the parent must write when the turn comes (None: nothing)."""
@@ -381,6 +386,7 @@ _FDS: tuple[int, int] | None = None  # stdout's and stderr's fds in direct mode,
 # direct mode: the item whose output may be written, an int64 in memory shared with the
 # workers (anonymous mmap, inherited by fork); only the parent writes it, and it only grows
 _turn: mmap.mmap | None = None
+_turn_view: memoryview | None = None  # a worker's view of it as an int64 (read per write)
 # direct mode: each worker's ring (_Ring), mapped before the fork; in a worker, its own
 # (_ring) and its index (_me)
 _rings: list[mmap.mmap] | None = None
@@ -398,17 +404,21 @@ def _lower_limit(i: int) -> None:
 
 
 def _turn_now() -> int:
+    if _turn_view is not None:
+        return _turn_view[0]
     assert _turn is not None
     return int.from_bytes(_turn[:8], "little", signed=True)
 
 
 def _start_worker(k: int) -> None:
     """In worker k, once forked."""
-    global _me, _ring
+    global _me, _ring, _turn_view
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the workers
     screen.forget()  # the terminal and its bar are the parent's
     if _rings is not None:
         _me, _ring = k, _Ring(_rings[k])
+    if _turn is not None and sys.byteorder == "little":  # (as the parent writes it)
+        _turn_view = memoryview(_turn).cast("q")
 
 
 def _run(i: int) -> tuple[Any, Any, Any]:

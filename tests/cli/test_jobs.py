@@ -792,8 +792,8 @@ def test_a_short_writev_writes_the_rest(monkeypatch: pytest.MonkeyPatch,
     path = tmp_path / "out"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT)
     try:
-        workers._writev_all(fd, [b"abcde", bytearray(b"fghij"), memoryview(b"klm")])
-        workers._writev_all(fd, [b"no", b"pq"])  # whole: nothing after
+        workers._writev_all(fd, [b"abcde", bytearray(b"fghij"), memoryview(b"klm")], 13)
+        workers._writev_all(fd, [b"no", b"pq"], 4)  # whole: nothing after
     finally:
         os.close(fd)
     assert path.read_bytes() == b"abcdefghijklmnopq"
