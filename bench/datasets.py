@@ -136,5 +136,28 @@ def linked_copies(d: Path, copies: int) -> Path:
     return dest
 
 
+_COPY = re.compile(r"(?P<topic>.+)\.c[0-9]+-(?P<p>[0-9]+)")
+
+
+def original(name: str) -> str:
+    """The partition dir a linked copy (`topic.cC-p`, linked_copies) was made from; a
+    name that is no copy's, as it is."""
+    m = _COPY.fullmatch(name)
+    return name if m is None else f"{m['topic']}-{m['p']}"
+
+
+def halves(cost: dict[Path, float]) -> tuple[list[Path], list[Path]]:
+    """The partitions in two sets of about equal cost: the costliest first, each to the set
+    that costs less so far (Graham's longest processing time first: the costlier set at most
+    7/6 of the best split's); each set in name order."""
+    sets: tuple[list[Path], list[Path]] = ([], [])
+    sums = [0.0, 0.0]
+    for p in sorted(cost, key=lambda p: (-cost[p], p.name)):
+        k = 0 if sums[0] <= sums[1] else 1
+        sets[k].append(p)
+        sums[k] += cost[p]
+    return sorted(sets[0]), sorted(sets[1])
+
+
 def log_files(dirs: list[Path]) -> list[Path]:
     return sorted(p for d in dirs for p in d.rglob("*.log") if p.is_file())

@@ -152,16 +152,22 @@ def _children_cpu() -> float:
 def together(cmd: list[str], n: int = 2, ok: tuple[int, ...] = (0, 1)) -> Callable[[], float]:
     """n copies of cmd started at once, as a callable returning the wall seconds until the
     last ends (stdout to /dev/null): what the machine gives n busy processes."""
+    return at_once([cmd] * n, ok)
+
+
+def at_once(cmds: list[list[str]], ok: tuple[int, ...] = (0, 1)) -> Callable[[], float]:
+    """Every one of cmds started at once, as a callable returning the wall seconds until the
+    last ends (stdout to /dev/null)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "LC_ALL": "C.UTF-8"}
 
     def go() -> float:
         t = time.perf_counter()
         ps = [subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL) for _ in range(n)]
+                               stderr=subprocess.DEVNULL) for cmd in cmds]
         codes = [p.wait() for p in ps]
         dt = time.perf_counter() - t
         if any(c not in ok for c in codes):
-            raise RuntimeError(f"{' '.join(map(str, cmd[:6]))} ... exited {codes}")
+            raise RuntimeError(f"{' '.join(map(str, cmds[0][:6]))} ... exited {codes}")
         return dt
     return go
 

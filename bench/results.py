@@ -44,6 +44,7 @@ import tables  # noqa: E402
 from measure import (  # noqa: E402
     Figure,
     alternate,
+    at_once,
     kl,
     machine,
     process,
@@ -208,6 +209,12 @@ def jobs(r: Run) -> None:
                 "is compared: where the dir takes less, on N copies of its partitions as hard "
                 "links (the same bytes; 'xN' in the figure's name; N raised until the faster of "
                 "two -j 1 runs on the copies takes that long, at most " f"{MAX_COPIES})")
+    r.note(sec, "'two -j 1 on its halves at once': the dir's partitions in two halves of about "
+                "equal -j 1 time (each timed alone once; the costliest first, each to the "
+                "lighter half), a -j 1 run on each half, the two started together, against "
+                "-j 1 on all: what two processes get on this machine from different data with "
+                "no -j machinery at all, so the floor -j 2 is measured against (no better "
+                "than the halves' balance)")
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) == 2:
         r.note(sec, f"'-j 1 on CPU {cpus[1]} vs on CPU {cpus[0]}': the same dump confined to "
@@ -236,11 +243,34 @@ def jobs(r: Run) -> None:
             r.figure(Figure(sec, f"{what}: two -j 1 at once", "two at once", "one alone"),
                      together(kl(*args, dd, "-j", 1), ok=ok),
                      process(kl(*args, dd, "-j", 1), ok=ok))
+            half = _halves(dd, args, ok, r.work)
+            r.figure(Figure(sec, f"{what}: two -j 1 on its halves at once", "halves at once",
+                            "-j 1 on all"),
+                     at_once([kl(*args, *half[0], "-j", 1), kl(*args, *half[1], "-j", 1)],
+                             ok=ok),
+                     process(kl(*args, dd, "-j", 1), ok=ok))
             if name == "dump" and len(cpus) == 2:  # the CPU-bound one: each vCPU's own speed
                 r.figure(Figure(sec, f"{what}: -j 1 on CPU {cpus[1]} vs on CPU {cpus[0]}",
                                 f"on CPU {cpus[1]}", f"on CPU {cpus[0]}"),
                          process(kl(*args, dd, "-j", 1), ok=ok, cpu=cpus[1]),
                          process(kl(*args, dd, "-j", 1), ok=ok, cpu=cpus[0]))
+
+
+def _halves(d: Path, args: list[str], ok: tuple[int, ...],
+            work: Path) -> tuple[list[Path], list[Path]]:
+    """d's partition dirs in two halves of about equal -j 1 time (datasets.halves): each
+    partition that copies were made from timed alone once, less the command's start-up
+    (timed on an empty partition), and its copies weighed alike."""
+    empty = work / "empty-0"
+    empty.mkdir(exist_ok=True)
+    start = process(kl(*args, empty, "-j", 1), ok=ok)()
+    parts = [p for p in sorted(d.iterdir()) if p.is_dir() and "-" in p.name]
+    alone: dict[str, float] = {}
+    for p in parts:
+        name = datasets.original(p.name)
+        if name not in alone:
+            alone[name] = max(0.0, process(kl(*args, p, "-j", 1), ok=ok)() - start)
+    return datasets.halves({p: alone[datasets.original(p.name)] for p in parts})
 
 
 MIN_J1_S = 4.0

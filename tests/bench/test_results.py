@@ -353,3 +353,75 @@ def test_a_process_s_cpu_time_counts_its_workers() -> None:
     assert 0.3 <= got[0] < 0.55
     assert 0.6 <= got[1] < 0.9  # the parent's 0.3 s and its child's
     assert got[2] < 0.15
+
+
+def test_a_copy_names_the_partition_it_was_made_from() -> None:
+    """'two -j 1 on its halves at once' times each partition once: a linked copy
+    (`topic.cC-p`) weighs what its original does; other names are their own."""
+    import datasets
+
+    assert datasets.original("t.c3-11") == "t-11"
+    assert datasets.original("bench-lz4.c12-0") == "bench-lz4-0"
+    assert datasets.original("t-0") == "t-0"
+    assert datasets.original("__cluster_metadata-0") == "__cluster_metadata-0"
+    assert datasets.original("t.cx-1") == "t.cx-1"
+
+
+def test_halves_split_partitions_by_cost_costliest_first() -> None:
+    """Longest first, each to the lighter half: every partition in exactly one half, each half
+    in name order, and the longer half within the costliest partition's cost of the shorter
+    (here the best split there is); one partition leaves the other half empty."""
+    import datasets
+
+    cost = {Path(f"t-{i}"): c for i, c in enumerate([10, 96, 14, 20, 12, 48, 6, 8, 128, 10,
+                                                      16, 24, 64, 20, 8, 80])}
+    a, b = datasets.halves(cost)
+    assert sorted(a + b) == sorted(cost) and not set(a) & set(b)
+    assert a == sorted(a) and b == sorted(b)
+    sa, sb = sum(cost[p] for p in a), sum(cost[p] for p in b)
+    assert abs(sa - sb) <= max(cost.values()) and sa + sb == 564
+    assert (sa, sb) == (282, 282)
+    assert Path("t-8") in a and Path("t-1") in b  # the two costliest apart
+    assert datasets.halves({Path("x-0"): 3.0}) == ([Path("x-0")], [])
+    uneven = {Path("a-0"): 9.0, Path("a-1"): 1.0, Path("a-2"): 1.0, Path("a-3"): 1.0}
+    assert datasets.halves(uneven) == ([Path("a-0")], [Path("a-1"), Path("a-2"), Path("a-3")])
+
+
+def test_at_once_starts_every_command_together_and_checks_their_exits(tmp_path: Path) -> None:
+    """measure.at_once: the commands run side by side (wall time near the longest, not the
+    sum), each its own command; an exit outside ok raises."""
+    import measure
+
+    marks = [tmp_path / "a", tmp_path / "b"]
+    cmds = [[sys.executable, "-c", f"import time; time.sleep(1); open({str(m)!r}, 'w')"]
+            for m in marks]
+    took = measure.at_once(cmds)()
+    assert all(m.exists() for m in marks) and 1.0 <= took < 1.9  # one after the other: 2 s
+    with pytest.raises(RuntimeError, match="exited"):
+        measure.at_once([[sys.executable, "-c", "raise SystemExit(3)"]])()
+    assert measure.at_once([[sys.executable, "-c", "raise SystemExit(3)"]], ok=(3,))() > 0
+
+
+def test_halves_are_timed_once_per_original_less_the_start_up(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """results._halves times the empty partition (the start-up) and each original partition
+    once, its copies not again, and splits by what is left."""
+    d = tmp_path / "jobs-x2"
+    for name in ("t-0", "t-1", "t-2", "t.c1-0", "t.c1-1", "t.c1-2"):
+        (d / name).mkdir(parents=True)
+    (d / "meta.properties").write_text("")
+    work_s = {"empty-0": 0.0, "t-0": 4.0, "t-1": 1.0, "t-2": 2.0}
+    timed: list[str] = []
+
+    def process(cmd: list, ok: tuple) -> object:
+        name = Path(cmd[cmd.index("-j") - 1]).name
+        timed.append(name)
+        return lambda: 0.5 + work_s[name]
+
+    monkeypatch.setattr(results, "process", process)
+    a, b = results._halves(d, ["verify"], (0, 1), tmp_path)
+    assert timed == ["empty-0", "t-0", "t-1", "t-2"]
+    assert (tmp_path / "empty-0").is_dir()
+    # costs 4, 1, 2 for each original and copy: 4+2+1 = 7 a half
+    assert [p.name for p in a] == ["t-0", "t-1", "t-2"]
+    assert [p.name for p in b] == ["t.c1-0", "t.c1-1", "t.c1-2"]
