@@ -264,7 +264,7 @@ def _halves(d: Path, args: list[str], ok: tuple[int, ...],
     empty = work / "empty-0"
     empty.mkdir(exist_ok=True)
     start = process(kl(*args, empty, "-j", 1), ok=ok)()
-    parts = [p for p in sorted(d.iterdir()) if p.is_dir() and "-" in p.name]
+    parts = _partition_dirs(d)
     alone: dict[str, float] = {}
     for p in parts:
         name = datasets.original(p.name)
@@ -292,8 +292,12 @@ def _copies(d: Path, args: list[str], ok: tuple[int, ...]) -> int:
     return n
 
 
+def _partition_dirs(d: Path) -> list[Path]:
+    return [p for p in sorted(d.iterdir()) if p.is_dir() and "-" in p.name]
+
+
 def _partitions(d: Path) -> int:
-    return sum(1 for p in d.iterdir() if p.is_dir() and "-" in p.name)
+    return len(_partition_dirs(d))
 
 
 def native(r: Run) -> None:
