@@ -15,6 +15,7 @@ from kafkalog_cli import __version__
 from kafkalog_cli.errors import (
     EXIT_INTERRUPTED,
     EXIT_OPERATIONAL,
+    EXIT_READER_GONE,
     EXIT_USAGE,
     KafkalogError,
     one_line,
@@ -88,7 +89,8 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Exit codes (fsck style, OR-ed): 0 clean, 1 problems fixed, 4 problems left, "
-                    "8 operational error, 16 usage error, 32 interrupted.")
+                    "8 operational error, 16 usage error, 32 interrupted; 141 (alone) stdout's "
+                    "reader went away before the end (| head), as a shell reports it for cat.")
 @click.version_option(__version__, prog_name="kafkalog")
 @click.option("--debug", is_flag=True, envvar="KAFKALOG_DEBUG",
               help="Show tracebacks on errors [env: KAFKALOG_DEBUG].")
@@ -183,9 +185,10 @@ def main(argv: list[str] | None = None) -> None:
         _error("interrupted")
         code = EXIT_INTERRUPTED
     except (BrokenPipeError, ReaderGone):
-        # the reader went away (| head): stop quietly with 0, as cat does
+        # the reader went away (| head): stop quietly, as cat does, and not with 0: what was
+        # found past the cut (damage, a half-done run) is unknown to the script
         _silence_stdout()
-        code = 0
+        code = EXIT_READER_GONE
     except OSError as e:
         _traceback(debug)
         _error(f"{e.filename or ''}: {e.strerror or e}".lstrip(": "))
@@ -196,8 +199,9 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_OPERATIONAL
     try:
         sys.stdout.flush()
-    except BrokenPipeError:
+    except BrokenPipeError:  # the last of the output was not read either
         _silence_stdout()
+        code = EXIT_READER_GONE
     sys.exit(code)
 
 

@@ -2,6 +2,8 @@
 
 Exit codes combine with OR: 0 clean, 1 found and fixed, 4 found and left unfixed,
 8 operational error (I/O, lock held, missing codec), 16 usage error, 32 interrupted.
+Outside the OR: 141 when stdout's reader went away (`| head`) before the output ended, what a
+shell reports for cat or grep killed by SIGPIPE (128 + 13): the run is incomplete, so not 0.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ EXIT_UNFIXED = 4
 EXIT_OPERATIONAL = 8
 EXIT_USAGE = 16
 EXIT_INTERRUPTED = 32
+EXIT_READER_GONE = 141  # 128 + SIGPIPE, as a shell reports it for cat
 
 
 def repair_exit(changed: bool, left: bool, dry_run: bool) -> int:

@@ -466,10 +466,10 @@ def _partitions_of_current(t: Target) -> bool:
     return t.format is CURRENT and t.kind != "file"
 
 
-@click.command("dump", epilog="Exit codes: 0 all read (also when the reader of stdout goes "
-                              "away, as with | head), 4 damage found (reported on stderr, with "
-                              "file and byte), 8 operational error (also: stdout closed), "
-                              "16 usage error.")
+@click.command("dump", epilog="Exit codes: 0 all read, 4 damage found (reported on stderr, "
+                              "with file and byte), 8 operational error (also: stdout closed), "
+                              "16 usage error, 141 the reader of stdout went away before the "
+                              "end (as with | head; what a shell reports for cat).")
 @options.paths_argument
 @click.option("--records", "with_records", is_flag=True,
               help="Also decode and print the records of each batch (deep iteration).")

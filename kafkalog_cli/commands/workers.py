@@ -694,6 +694,7 @@ class _Workers:
 
     def __init__(self, jobs: int, mask: Any) -> None:
         self._pids: dict[int, int] = {}  # result pipe's fd -> worker pid
+        self._dead: list[int] = []  # workers that left before the task pipe's end
         self._bufs: dict[int, bytearray] = {}
         self._done: dict[int, tuple[Any, Any, Any]] = {}
         tasks_r, self._tasks = os.pipe()
@@ -733,11 +734,12 @@ class _Workers:
         self._poll = select.poll()
         for fd in self._pids:
             self._poll.register(fd, select.POLLIN)
+        self._open = set(self._pids)  # result pipes not yet at their end
 
     def submit(self, i: int) -> None:
         """Hand item i to the first worker free. The task pipe does not block: while it is
         full, the workers' results are read (a worker waiting to write one reads no task)."""
-        while True:
+        while self._tasks >= 0:  # (closed once a worker died: nothing more starts)
             try:
                 os.write(self._tasks, i.to_bytes(4, "little"))  # <= PIPE_BUF: all or nothing
                 return
@@ -747,27 +749,33 @@ class _Workers:
                 raise _died("every worker process") from None
 
     def result(self, i: int) -> tuple[Any, Any, Any]:
-        """Item i's (held output, value, error), waiting for it."""
+        """Item i's (held output, value, error), waiting for it; once a worker has died,
+        the items before the first that never comes back are still given, as at -j 1 up to
+        a failing item, then the error."""
         while i not in self._done:
+            if not self._open:  # every worker gone: i was the dead one's
+                raise _died(f"worker process {self._dead[0]}")
             self._pump()
         return self._done.pop(i)
 
     def _pump(self, room: bool = False) -> None:
         """Wait for results and take them in; with `room`, return also once the task pipe
         can take more."""
+        tasks = self._tasks
         if room:
-            self._poll.register(self._tasks, select.POLLOUT)
+            self._poll.register(tasks, select.POLLOUT)
         try:
             events = self._poll.poll()
         finally:
             if room:
-                self._poll.unregister(self._tasks)
+                self._poll.unregister(tasks)
         for fd, _ev in events:
-            if fd == self._tasks:
+            if fd == tasks:
                 continue  # room, or no reader left: the next write tells
             chunk = os.read(fd, 1 << 20)
-            if not chunk:  # a worker leaves only once the task pipe is closed
-                raise _died(f"worker process {self._pids[fd]}")
+            if not chunk:
+                self._left(fd)
+                continue
             buf = self._bufs[fd]
             buf += chunk
             while len(buf) >= 8:
@@ -778,10 +786,24 @@ class _Workers:
                 del buf[:8 + n]
                 self._done[j] = got
 
+    def _left(self, fd: int) -> None:
+        """Worker fd's result pipe is at its end. Before the task pipe's, that is a worker
+        killed (the OOM killer, an operator) with its item: no item starts any more, those
+        the others have started finish and come back (result() then stops at the gap)."""
+        self._poll.unregister(fd)
+        self._open.discard(fd)
+        if self._tasks >= 0:
+            self._dead.append(self._pids[fd])
+            _lower_limit(-1)  # the items still in the task pipe are skipped
+            os.close(self._tasks)  # ... and the workers then read its end and leave
+            self._tasks = -1
+
     def close(self) -> None:
         """No more tasks: the workers read the pipe's end, exit, and are reaped."""
         with _no_interrupt():
-            os.close(self._tasks)
+            if self._tasks >= 0:
+                os.close(self._tasks)
+                self._tasks = -1
             self._reap()
 
     def finish(self) -> None:
@@ -789,13 +811,14 @@ class _Workers:
         results read and dropped (a worker blocked writing one would never exit), no other
         starts; the workers then exit and are reaped. Ctrl-C meanwhile kills them."""
         try:
-            os.close(self._tasks)
-            open_fds = set(self._pids)
-            while open_fds:
+            if self._tasks >= 0:
+                os.close(self._tasks)
+                self._tasks = -1
+            while self._open:
                 for fd, _ev in self._poll.poll():
-                    if fd in open_fds and not os.read(fd, 1 << 20):
+                    if fd in self._open and not os.read(fd, 1 << 20):
                         self._poll.unregister(fd)
-                        open_fds.discard(fd)
+                        self._open.discard(fd)
         except BaseException:
             self._tasks = -1
             self.kill()

@@ -1,4 +1,6 @@
 import json
+import os
+import signal
 import subprocess
 import sys
 
@@ -65,13 +67,25 @@ def test_not_a_log_dir_is_a_usage_error(tmp_path):
 @pytest.mark.parametrize("cmd", ["dump --records", "info", "verify --all"])
 @pytest.mark.parametrize("fmt", ["text", "json", "jsonl", "csv", "table"])
 def test_every_format_ends_cleanly_on_a_closed_pipe_and_fails_on_a_full_disk(sample, cmd, fmt):
-    # | head: 0, as cat; > /dev/full: one error line, 8 (csv's text layer closed stdout
-    # when it was collected, and the last flush raised a traceback, exit 1)
+    # a reader gone (| head): no message, and what a shell reports for cat there (141: 128 +
+    # SIGPIPE), never 0 (the run did not end); > /dev/full: one error line, 8 (csv's text
+    # layer closed stdout when it was collected, and the last flush raised a traceback, exit 1)
+    r, w = os.pipe()
+    os.close(r)  # the reader already gone: the first write fails, whatever the output's size
+    try:
+        cat = subprocess.run(["cat", sample / "demo-0" / "00000000000000000000.log"],
+                             stdout=w, stderr=subprocess.PIPE)
+        p = subprocess.run([sys.executable, "-m", "kafkalog_cli", *cmd.split(), sample, "-j",
+                            "1", "--format", fmt], stdout=w, stderr=subprocess.PIPE)
+    finally:
+        os.close(w)
+    assert cat.returncode == -signal.SIGPIPE  # the peer: killed, which a shell shows as 141
+    assert (p.returncode, p.stderr) == (128 + signal.SIGPIPE, b"")
     pipe = f"set -o pipefail; {sys.executable} -m kafkalog_cli {cmd} {sample} -j 1 " \
            f"--format {fmt} | head -c 20"
     p = subprocess.run(["bash", "-c", pipe], capture_output=True)
-    assert p.returncode == 0 and len(p.stdout) == 20, p.stderr
-    assert p.stderr == b""
+    cut = {141} if cmd.startswith("dump") else {0, 141}  # dump's 200 KB overflow the pipe
+    assert len(p.stdout) == 20 and p.stderr == b"" and p.returncode in cut
     with open("/dev/full", "wb") as full:
         p = subprocess.run([sys.executable, "-m", "kafkalog_cli", *cmd.split(), sample,
                             "-j", "1", "--format", fmt], stdout=full, capture_output=False,

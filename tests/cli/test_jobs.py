@@ -198,14 +198,14 @@ def test_ctrl_c_stops_every_worker_and_exits_32(big: Path) -> None:
     assert not [k for k in kids if _alive(k)]
 
 
-def test_a_closed_stdout_exits_0_and_leaves_no_worker(big: Path) -> None:
+def test_a_closed_stdout_exits_as_cat_and_leaves_no_worker(big: Path) -> None:
     p = _start(big, stdout=subprocess.PIPE)
     kids = _wait_for_workers(p)
     assert p.stdout is not None
     assert p.stdout.readline().startswith(b"Dumping ")
     p.stdout.close()  # as `| head -1` does
     p.wait(timeout=30)
-    assert p.returncode == 0
+    assert p.returncode == 141  # 128 + SIGPIPE, a shell's status for cat: the run did not end
     assert p.stderr is not None and p.stderr.read() == b""
     assert not [k for k in kids if _alive(k)]
 
@@ -427,8 +427,26 @@ def test_a_worker_that_dies_ends_the_run_with_one_error_not_a_hang() -> None:
     assert got == [0, 1, 2]
 
 
+def test_a_worker_that_dies_ahead_of_the_turn_still_lets_the_items_before_it_out() -> None:
+    # item 0 is slow in one worker while the other does 1 and 2 and is killed in 3: its pipe
+    # ends before item 0 is back; 0, 1 and 2 still come (as at -j 1), then the error, and
+    # nothing after 3 starts
+    def work(i: int) -> int:
+        if i == 0:
+            time.sleep(0.5)
+        if i == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return i
+
+    got: list[int] = []
+    with pytest.raises(KafkalogError, match=r"worker process \d+ died"):
+        for v in parallel.ordered(list(range(8)), work, 2):
+            got.append(v)
+    assert got == [0, 1, 2]
+
+
 def test_work_for_workers_all_dead_is_an_error_not_stdouts_reader_gone() -> None:
-    # the task pipe's EPIPE must not pass for a closed stdout (a quiet exit 0)
+    # the task pipe's EPIPE must not pass for a closed stdout (a quiet exit 141)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     pool = workers._Workers(2, mask)
     try:
@@ -468,7 +486,7 @@ except Exception as e:
 
 
 def test_held_output_meeting_a_closed_stdout_is_the_items_broken_pipe() -> None:
-    # not a worker that died: the CLI makes a BrokenPipeError the quiet exit of `| head`
+    # not a worker that died: the CLI makes a BrokenPipeError the quiet exit 141 of `| head`
     r = subprocess.run([sys.executable, "-c", HELD_THEN_CLOSED], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -515,13 +533,15 @@ def _marked(arg: tuple[str, str, int]) -> int:
 def test_after_a_failure_started_partitions_are_finished_and_no_other_starts(
         tmp_path: Path, how: str, finish_started: bool) -> None:
     # a command that changes partitions finishes those other workers have started (each
-    # whole, no recover needed); a reading one stops them at once. Items after the failing
-    # one never start, as with -j 1 (the parent used to SIGKILL the other worker mid-item)
+    # whole, no recover needed); a reading one stops them at once after an error. A death
+    # does not say which item was the dead worker's: the others finish the one each has
+    # started (their results may come before it), so a reading run waits for them too.
+    # Items after the failing one never start, as with -j 1
     items = [(str(tmp_path), how, n) for n in range(8)]
     with pytest.raises(KafkalogError) as e:
         list(parallel.ordered(items, _marked, 2, finish_started=finish_started))
     assert ("bad batch" if how == "error" else "died") in str(e.value)
-    assert sorted(os.listdir(tmp_path)) == (["1"] if finish_started else [])
+    assert sorted(os.listdir(tmp_path)) == (["1"] if finish_started or how == "death" else [])
 
 
 # -- dump's pieces: a big partition cut at batch starts (storage/disk/pieces.py) ---------
