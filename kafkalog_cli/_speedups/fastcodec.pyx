@@ -856,23 +856,73 @@ cdef inline Py_ssize_t _copy_sequence(char* o, const unsigned char* s, Py_ssize_
     return L
 
 
+cdef extern from *:
+    """
+    #if defined(__SSE2__) && defined(__GNUC__)
+    #include <emmintrin.h>
+    #define KL_SSE2 1
+    #endif
+    /* Copy s's first run of bytes that a JSON string holds as they are (0x20-0x7f but for the
+       quote 0x22 and the backslash 0x5c; a signed compare below 0x20 also catches 0x80 and
+       up) to o; its length. 16 bytes a step where SSE2 is (every x86-64), each block stored
+       whole before it is looked at (no memcpy call: a binary payload has runs of a byte or
+       two), so o needs room for 16 bytes more than the run: _json_str reserves 6 an input
+       byte, and a step only starts with 16 input bytes left. */
+    static inline Py_ssize_t kl_copy_json_plain(char *o, const unsigned char *s,
+                                                Py_ssize_t n) {
+        Py_ssize_t i = 0;
+    #ifdef KL_SSE2
+        const __m128i sp = _mm_set1_epi8(0x20), qu = _mm_set1_epi8(0x22);
+        const __m128i bs = _mm_set1_epi8(0x5c);
+        for (; i + 16 <= n; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i bad = _mm_or_si128(_mm_cmplt_epi8(v, sp),
+                                       _mm_or_si128(_mm_cmpeq_epi8(v, qu), _mm_cmpeq_epi8(v, bs)));
+            int m;
+            _mm_storeu_si128((__m128i *)(o + i), v);
+            m = _mm_movemask_epi8(bad);
+            if (m) return i + __builtin_ctz((unsigned)m);
+        }
+    #endif
+        for (; i < n; i++) {
+            unsigned char c = s[i];
+            if (c < 0x20 || c >= 0x80 || c == 0x22 || c == 0x5c) break;
+            o[i] = (char)c;
+        }
+        return i;
+    }
+    /* 16 bytes at s copied to o when all are ASCII; else 0 (o's 16 bytes then undefined). */
+    static inline int kl_copy_ascii16(char *o, const unsigned char *s) {
+    #ifdef KL_SSE2
+        __m128i v = _mm_loadu_si128((const __m128i *)s);
+        _mm_storeu_si128((__m128i *)o, v);
+        return !_mm_movemask_epi8(v);
+    #else
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + 8, 8);
+        memcpy(o, s, 16);
+        return !((a | b) & 0x8080808080808080ULL);
+    #endif
+    }
+    """
+    int kl_copy_ascii16(char* o, const unsigned char* s) noexcept nogil
+    Py_ssize_t kl_copy_json_plain(char* o, const unsigned char* s, Py_ssize_t n) noexcept nogil
+
+
 cdef int _visible(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
     """utf8_visible's text, as UTF-8: valid sequences as they are, any other byte as the
     four characters \\xNN."""
     cdef Py_ssize_t i = 0, L
-    cdef uint64_t w
     cdef unsigned char c
     cdef char* o
-    _grow(b, n * 4)  # room for 4 bytes at every input byte: stores below may write 4
+    _grow(b, n * 4)  # room for 4 bytes at every input byte: stores below may write 4 (or 16)
     o = b.p + b.n  # a local cursor: stores through b would reload b.p for every byte
     while i < n:
-        if i + 8 <= n:  # eight ASCII bytes at once, while they last
-            memcpy(&w, s + i, 8)
-            if not (w & 0x8080808080808080ULL):
-                memcpy(o, &w, 8)
-                o += 8
-                i += 8
-                continue
+        if i + 16 <= n and kl_copy_ascii16(o, s + i):  # sixteen ASCII bytes at once
+            o += 16
+            i += 16
+            continue
         c = s[i]
         if _LEAD[c]:  # binary data: the one branch most bytes do not take
             L = _copy_sequence(o, s, i, n)
@@ -885,25 +935,6 @@ cdef int _visible(Buf* b, const unsigned char* s, Py_ssize_t n) except -1:
         i += 1
     b.n = o - b.p
     return 0
-
-
-cdef inline bint _word_safe(const unsigned char* s) noexcept nogil:
-    """All 8 bytes plain (SWAR): no high bit, none below 0x20, no '"' and no '\\'."""
-    cdef uint64_t w, q
-    cdef uint64_t hi = 0x8080808080808080ULL
-    cdef uint64_t lo = 0x0101010101010101ULL
-    memcpy(&w, s, 8)
-    if w & hi:
-        return 0
-    if (w - 0x2020202020202020ULL) & ~w & hi:
-        return 0
-    q = w ^ 0x2222222222222222ULL
-    if (q - lo) & ~q & hi:
-        return 0
-    q = w ^ 0x5c5c5c5c5c5c5c5cULL
-    if (q - lo) & ~q & hi:
-        return 0
-    return 1
 
 
 # what _json_str writes for one byte: printable ASCII as it is, '"' and '\\' and control
@@ -935,11 +966,11 @@ cdef int _json_str(Buf* b, const unsigned char* s, Py_ssize_t n, bint visible) e
     o[0] = 34
     o += 1
     while i < n:
-        if i + 8 <= n and _word_safe(s + i):  # eight plain bytes at once
-            memcpy(o, s + i, 8)
-            o += 8
-            i += 8
-            continue
+        L = kl_copy_json_plain(o, s + i, n - i)  # plain bytes, while they last
+        o += L
+        i += L
+        if i == n:
+            break
         c = s[i]
         if visible:  # the same for every byte: the branch that costs is _LEAD's
             if _LEAD[c]:

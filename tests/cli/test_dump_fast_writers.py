@@ -203,3 +203,35 @@ def test_writers_keep_one_buffer_safely():
         b"payload: %s\n" % (r.offset, len(r.value), value) for r in big)
     assert records_text(small, b"CreateTime", 0, True) == alone_text  # after the big one
     assert records_jsonl(small, b'{"kind":"record","offset":', b"CreateTime", 0) == alone_jsonl
+
+
+# runs of 16 and more plain bytes (the writers copy those 16 at a time) next to each byte that
+# ends one: a quote, a backslash, a control character, DEL, bytes of 0x80 and up, valid UTF-8
+_ENDS = [b'"', b"\\", b"\x00", b"\x1f", b"\x7f", b"\x80", b"\xff", b"\xc3\xa9", b"\xf0\x9f\x98\x80",
+         b"\xe2\x82"]
+_runs = st.lists(st.one_of(st.sampled_from(_ENDS),
+                           st.integers(0, 40).map(lambda n: bytes(range(0x20, 0x7f))[:n]),
+                           st.binary(max_size=20)), max_size=10).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(values=st.lists(_runs, min_size=1, max_size=4))
+def test_long_plain_runs_against_orjson_and_backslashreplace(values):
+    """records_jsonl and records_text on values of long plain runs, against orjson and
+    Python's backslashreplace (the references the writers' tables were made from)."""
+    pytest.importorskip("kafkalog_cli._speedups.fastcodec")
+    import orjson
+    from kafkalog_cli._speedups.fastcodec import records_jsonl, records_text
+
+    from kafkalog_cli.codec.model import Record
+
+    recs = [Record(i, 5, v, v, [], -1, 0) for i, v in enumerate(values)]
+    shown = [v.decode("utf-8", "backslashreplace") for v in values]
+    rows = records_jsonl(recs, b'{"offset":', b'"CreateTime"', 0).splitlines()
+    assert [(r["key"], r["value"]) for r in map(orjson.loads, rows)] == [(s, s) for s in shown]
+    assert [orjson.dumps(orjson.loads(r)) for r in rows] == rows  # orjson's own bytes
+    text = records_text(recs, b"CreateTime", 0, True).decode()
+    assert text == "".join(
+        f"| offset: {i} CreateTime: 5 keySize: {len(v)} valueSize: {len(v)} sequence: -1 "
+        f"headerKeys: [] key: {s} payload: {s}\n"
+        for i, (v, s) in enumerate(zip(values, shown, strict=True)))
