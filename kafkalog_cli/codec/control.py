@@ -62,7 +62,8 @@ def parse_control(key: bytes | None, value: bytes | None) -> ControlInfo:
         if ctype == SNAPSHOT_HEADER and len(value) >= 10:
             details["lastContainedLogTimestamp"] = _I64.unpack_from(value, 2)[0]
         elif ctype == KRAFT_VERSION and len(value) >= 4:
-            details["kraftVersion"] = _I16.unpack_from(value, 2)[0]
+            # Kafka's JSON name (lowerCaseFirst of KRaftVersion), as the decoded `data` has it
+            details["kRaftVersion"] = _I16.unpack_from(value, 2)[0]
     return ControlInfo(ctype, name, version, details=details or None)
 
 

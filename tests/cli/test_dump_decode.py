@@ -93,6 +93,11 @@ def test_cluster_metadata_records_and_snapshot_control_records():
     text = r.text
     assert ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":' in text
     assert ' KRaftVersion {"version":0,"kRaftVersion":1}' in text
+    controls = [r["control"] for r in jsonl(cp, "--records", "--no-batches") if "control" in r]
+    kraft = next(c for c in controls if c["type"] == "KRAFT_VERSION")
+    # one name for the field, Kafka's, in the control object and in its decoded data
+    assert kraft["kRaftVersion"] == kraft["data"]["kRaftVersion"] == 1
+    assert "kraftVersion" not in kraft
     assert ' KRaftVoters {"version":0,"voters":[{"voterId":1,' in text
     assert ' SnapshotFooter {"version":0}' in text
     payloads = [ln.split(" payload: ", 1)[1] for ln in text.splitlines() if " payload: " in ln]
