@@ -795,15 +795,18 @@ class _Workers:
         if self._tasks >= 0:
             self._dead.append(self._pids[fd])
             _lower_limit(-1)  # the items still in the task pipe are skipped
-            os.close(self._tasks)  # ... and the workers then read its end and leave
+            self._end_tasks()  # ... and the workers then read its end and leave
+
+    def _end_tasks(self) -> None:
+        """Close the task pipe, once: each worker reads its end and leaves."""
+        if self._tasks >= 0:
+            os.close(self._tasks)
             self._tasks = -1
 
     def close(self) -> None:
         """No more tasks: the workers read the pipe's end, exit, and are reaped."""
         with _no_interrupt():
-            if self._tasks >= 0:
-                os.close(self._tasks)
-                self._tasks = -1
+            self._end_tasks()
             self._reap()
 
     def finish(self) -> None:
@@ -811,14 +814,11 @@ class _Workers:
         results read and dropped (a worker blocked writing one would never exit), no other
         starts; the workers then exit and are reaped. Ctrl-C meanwhile kills them."""
         try:
-            if self._tasks >= 0:
-                os.close(self._tasks)
-                self._tasks = -1
+            self._end_tasks()
             while self._open:
                 for fd, _ev in self._poll.poll():
                     if fd in self._open and not os.read(fd, 1 << 20):
-                        self._poll.unregister(fd)
-                        self._open.discard(fd)
+                        self._left(fd)  # (the task pipe closed: no worker counts as dead)
         except BaseException:
             self._tasks = -1
             self.kill()
@@ -834,7 +834,7 @@ class _Workers:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
-                os.close(self._tasks)  # (-1 once finish closed it)
+                self._end_tasks()
             self._reap()
 
     def _reap(self) -> None:
