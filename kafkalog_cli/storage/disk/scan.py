@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Generator, Iterator
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
@@ -49,6 +50,10 @@ PROBE_WORK_MIN = 64 * 1024 * 1024  # ... and at least this many
 PROBE_STEP = 512  # a probe, and the scan after it, read this much first, then double
 _ZERO_PROBE = 1024 * 1024
 _unpack_overhead = LOG_OVERHEAD.unpack_from
+# finished scans' buffers, for the next scan in this process: a -j worker scans a partition
+# as many pieces, and a fresh 4 MiB buffer for each was a page fault per 4 KiB and a memset
+# (list.pop and append: atomic, so two threads never take the same one)
+_SPARE: list[bytearray] = []
 
 
 class ReadableFile(Protocol):
@@ -159,11 +164,20 @@ class EntryScanner(Generic[E]):
 
     def __iter__(self) -> Iterator[tuple[int, E]]:
         pos = self.start
-        while True:
-            resume = yield from self._run(pos)
-            if resume is None:
-                return
-            pos = resume
+        try:
+            while True:
+                resume = yield from self._run(pos)
+                if resume is None:
+                    return
+                pos = resume
+        finally:
+            self._give_back()
+
+    def _give_back(self) -> None:
+        """The buffer to the next scan (_take_buffer reuses it once no view of it is left)."""
+        buf, self._buf = self._buf, None
+        if buf is not None and len(buf) <= DEFAULT_CHUNK and len(_SPARE) < 2:
+            _SPARE.append(buf)
 
     def _run(self, start: int) -> Generator[tuple[int, E], None, int | None]:
         """Scan from `start`; returns where to resume after mid-file damage, or None."""
@@ -176,7 +190,7 @@ class EntryScanner(Generic[E]):
         f.seek(start)
         if self._buf is None:  # no bigger than the file: zero-filling 4 MiB for a 14 KB
             # segment was most of `info`'s time on many small partitions (page faults)
-            self._buf = bytearray(max(PROBE_STEP, min(self._chunk, end - start)))
+            self._buf = _take_buffer(max(PROBE_STEP, min(self._chunk, end - start)))
         else:  # resuming after damage: read little first, so dense damage stays linear
             self._read_cap = PROBE_STEP
         buf = self._buf
@@ -193,6 +207,9 @@ class EntryScanner(Generic[E]):
                 return None
             if filled - p < head:
                 base, filled, p = self._refill(buf, mv, base, filled, p, head)
+                if filled - p < head:  # what lies past `filled` is an older read's
+                    self.add(Damage(pos, "torn-tail", "file shrank while reading", left))
+                    return None
             total = frame(buf, p, left, self.max_entry)
             if isinstance(total, Fault):
                 return fr.broken(self, pos, left, total)
@@ -241,6 +258,21 @@ class EntryScanner(Generic[E]):
                 return False
             n -= len(block)
         return True
+
+
+def _take_buffer(n: int) -> bytearray:
+    """A buffer of n bytes or more: a finished scan's where one is big enough and no view of
+    it is left (a caller may still hold the last entry it was given: its bytes must stay),
+    else a new one."""
+    while _SPARE:
+        try:
+            buf = _SPARE.pop()
+        except IndexError:  # another thread took it
+            break
+        if len(buf) >= n and sys.getrefcount(buf) == 2:  # `buf`, the call's argument
+            return buf
+    up = 1 << (n - 1).bit_length()  # so that the next scan's, a little bigger, fits too
+    return bytearray(up if up <= DEFAULT_CHUNK else n)
 
 
 class CurrentFraming:
