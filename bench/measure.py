@@ -107,6 +107,18 @@ def alternate(ours: Callable[[], float], peer: Callable[[], float],
     return a, b
 
 
+def rotate(fns: list[Callable[[], float]], runs: int) -> list[list[float]]:
+    """runs of each of fns, one of each a round, who goes first turning by one each round:
+    figures compared with each other share the same rounds (a run minutes later met another
+    machine: the same command's wall time moved by 20-40 % between rows of one bench)."""
+    out: list[list[float]] = [[] for _ in fns]
+    for i in range(runs):
+        for k in range(len(fns)):
+            j = (i + k) % len(fns)
+            out[j].append(fns[j]())
+    return out
+
+
 def timed(fn: Callable[[], object]) -> Callable[[], float]:
     """fn as a callable returning its wall seconds (in this process, after a gc)."""
     def go() -> float:

@@ -48,6 +48,7 @@ from measure import (  # noqa: E402
     kl,
     machine,
     process,
+    rotate,
     timed,
     together,
     warm,
@@ -194,7 +195,9 @@ def jobs(r: Run) -> None:
                     "sizes (kafkalog generate)" if label == "jobs" else
                     f"{d.parent.name}, {_partitions(d)} partitions written by the reference "
                     "broker" for label, d in sets))
-    r.note(sec, f"{r.close_runs()} runs of each -j 2 figure, {r.runs} of each 'two at once'")
+    r.note(sec, f"{r.close_runs()} rounds of -j 2, -j 1 and 'two -j 1 on its halves at once' "
+                "(one of each a round, who goes first turning): the three are compared on the "
+                f"same -j 1 runs; {r.runs} runs of each 'two at once'")
     r.note(sec, "'CPU time of -j 2 vs -j 1': the CPU seconds (user and system, the workers' "
                 "included) of the same runs. Above 1 is what -j 2 costs more in all (its "
                 "workers' start-up, the output they hold, and each core slowing while the other "
@@ -214,7 +217,8 @@ def jobs(r: Run) -> None:
                 "lighter half), a -j 1 run on each half, the two started together, against "
                 "-j 1 on all: what two processes get on this machine from different data with "
                 "no -j machinery at all, so the floor -j 2 is measured against (no better "
-                "than the halves' balance)")
+                "than the halves' balance); '-j 2 vs two -j 1 on its halves at once' is what "
+                "the -j machinery costs over that floor, in the same rounds")
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) == 2:
         r.note(sec, f"'-j 1 on CPU {cpus[1]} vs on CPU {cpus[0]}': the same dump confined to "
@@ -232,22 +236,24 @@ def jobs(r: Run) -> None:
             shown = (d.parent.name if label == "broker" else d.name) + (
                 f" x{copies}" if copies > 1 else "")
             what = f"{' '.join(args)} ({shown})"
+            half = _halves(dd, args, ok, r.work)
             cpu2: list[float] = []
             cpu1: list[float] = []
-            r.figure(Figure(sec, f"{what} -j 2", "-j 2", "-j 1", goal=SPEEDUP_1_8,
-                            goal_text="≥ 1.8x faster"),
-                     process(kl(*args, dd, "-j", 2), ok=ok, cpu_s=cpu2),
-                     process(kl(*args, dd, "-j", 1), ok=ok, cpu_s=cpu1), r.close_runs())
+            j2, j1, halves = rotate([
+                process(kl(*args, dd, "-j", 2), ok=ok, cpu_s=cpu2),
+                process(kl(*args, dd, "-j", 1), ok=ok, cpu_s=cpu1),
+                at_once([kl(*args, *half[0], "-j", 1), kl(*args, *half[1], "-j", 1)], ok=ok),
+            ], r.close_runs())
+            r.add(Figure(sec, f"{what} -j 2", "-j 2", "-j 1", ours_s=j2, peer_s=j1,
+                         goal=SPEEDUP_1_8, goal_text="≥ 1.8x faster"))
             r.add(Figure(sec, f"{what}: CPU time of -j 2 vs -j 1", "-j 2", "-j 1",
                          ours_s=cpu2, peer_s=cpu1, unit="CPU-s"))
+            r.add(Figure(sec, f"{what}: two -j 1 on its halves at once", "halves at once",
+                         "-j 1 on all", ours_s=halves, peer_s=j1))
+            r.add(Figure(sec, f"{what}: -j 2 vs two -j 1 on its halves at once", "-j 2",
+                         "halves at once", ours_s=j2, peer_s=halves))
             r.figure(Figure(sec, f"{what}: two -j 1 at once", "two at once", "one alone"),
                      together(kl(*args, dd, "-j", 1), ok=ok),
-                     process(kl(*args, dd, "-j", 1), ok=ok))
-            half = _halves(dd, args, ok, r.work)
-            r.figure(Figure(sec, f"{what}: two -j 1 on its halves at once", "halves at once",
-                            "-j 1 on all"),
-                     at_once([kl(*args, *half[0], "-j", 1), kl(*args, *half[1], "-j", 1)],
-                             ok=ok),
                      process(kl(*args, dd, "-j", 1), ok=ok))
             if name == "dump" and len(cpus) == 2:  # the CPU-bound one: each vCPU's own speed
                 r.figure(Figure(sec, f"{what}: -j 1 on CPU {cpus[1]} vs on CPU {cpus[0]}",

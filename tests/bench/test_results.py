@@ -425,3 +425,19 @@ def test_halves_are_timed_once_per_original_less_the_start_up(
     # costs 4, 1, 2 for each original and copy: 4+2+1 = 7 a half
     assert [p.name for p in a] == ["t-0", "t-1", "t-2"]
     assert [p.name for p in b] == ["t.c1-0", "t.c1-1", "t.c1-2"]
+
+
+def test_rotate_runs_one_of_each_a_round_and_turns_who_goes_first() -> None:
+    """measure.rotate: the -j 2, -j 1 and halves figures share rounds; each callable runs
+    `runs` times, once a round, the first of a round turning by one, and each callable's
+    own seconds come back in its list."""
+    import measure
+
+    calls: list[str] = []
+
+    def fn(name: str, secs: float):  # type: ignore[no-untyped-def]
+        return lambda: calls.append(name) or secs
+
+    got = measure.rotate([fn("a", 1.0), fn("b", 2.0), fn("c", 3.0)], 4)
+    assert got == [[1.0] * 4, [2.0] * 4, [3.0] * 4]
+    assert calls == list("abc" "bca" "cab" "abc")
