@@ -78,8 +78,6 @@ def run_forked(*args: object, stdin: bytes = b"", env: dict[str, str] | None = N
     import os
     import tempfile
 
-    from kafkalog_cli.cli import main
-
     preload_commands()
 
     with tempfile.TemporaryFile() as inp, tempfile.TemporaryFile() as out, \
@@ -98,13 +96,7 @@ def run_forked(*args: object, stdin: bytes = b"", env: dict[str, str] | None = N
                 sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the child's own fd 0
                 sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115
                 sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
-                try:
-                    main([str(a) for a in args])
-                    code = 0
-                except SystemExit as e:
-                    code = e.code if isinstance(e.code, int) else 1
-                sys.stdout.flush()
-                sys.stderr.flush()
+                code = exit_code_of_main([str(a) for a in args])
             except BaseException:  # noqa: BLE001 - shown in the parent as a traceback
                 import traceback
 
@@ -116,6 +108,22 @@ def run_forked(*args: object, stdin: bytes = b"", env: dict[str, str] | None = N
         err.seek(0)
         return Result(os.waitstatus_to_exitcode(status), out.read(),
                       err.read().decode("utf-8", "replace"))
+
+
+def exit_code_of_main(argv: list[str]) -> int:
+    """The CLI's `main(argv)` in a forked child: the exit code it would give a process
+    (SystemExit's, 0 when it returns), with stdout and stderr flushed. What escapes as any
+    other exception is the caller's to report."""
+    from kafkalog_cli.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
 
 
 def preload_commands() -> None:

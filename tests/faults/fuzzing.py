@@ -43,6 +43,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.cli.run import exit_code_of_main
 from tests.faults.fuzz_inputs import CAP, MIB, Input, Template, build_templates, inputs, mutate
 
 DEFAULT_CAP = 64 * MIB  # compression.DEFAULT_MAX_DECOMPRESSED
@@ -143,15 +144,7 @@ def _child(argv: list[str], err_path: str, limit_s: int) -> None:
         os.dup2(null, 1)
         os.dup2(err, 2)
         signal.alarm(limit_s)  # default action: the child dies of SIGALRM (a hang)
-        from kafkalog_cli.cli import main
-
-        try:
-            main(argv)
-            code = 0
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        sys.stdout.flush()
-        sys.stderr.flush()
+        code = exit_code_of_main(argv)
     except BaseException:  # noqa: BLE001 - whatever escapes main is what we look for
         with contextlib.suppress(BaseException):
             traceback.print_exc()
