@@ -94,16 +94,9 @@ def summary(xs: list[float]) -> dict:
 
 def alternate(ours: Callable[[], float], peer: Callable[[], float],
               runs: int) -> tuple[list[float], list[float]]:
-    """runs of each, interleaved; each callable returns its own seconds."""
-    a: list[float] = []
-    b: list[float] = []
-    for i in range(runs):
-        if i % 2 == 0:
-            a.append(ours())
-            b.append(peer())
-        else:
-            b.append(peer())
-            a.append(ours())
+    """runs of each, interleaved (ours, peer, peer, ours, ...); each callable returns its
+    own seconds."""
+    a, b = rotate([ours, peer], runs)
     return a, b
 
 
