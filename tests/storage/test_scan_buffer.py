@@ -1,10 +1,9 @@
 """The scanner's buffer goes from one finished scan to the next in the same process (a -j
-worker scans a partition as many pieces): never while a view of it is still held, and never
-so that an older read's bytes pass for the file's."""
+worker scans a partition as many pieces): never while a view of it is still held, and a file
+that ends short of what the scan was told, with a reused buffer, is a torn tail."""
 
 from __future__ import annotations
 
-import gc
 from collections import deque
 from pathlib import Path
 
@@ -61,11 +60,13 @@ def test_an_entry_kept_without_detach_keeps_its_bytes() -> None:
     _, second = _scan(SECOND)
     assert len(second) > 1000
     assert bytes(kept.data) == expect  # the second scan read into a buffer of its own
-    del kept
-    gc.collect()
 
 
-def test_a_file_shorter_than_its_end_is_torn_not_an_older_reads_bytes(tmp_path: Path) -> None:
+def test_a_file_shorter_than_its_end_is_a_torn_tail(tmp_path: Path) -> None:
+    """Cut within a batch's size field while the scan is told the old length: the whole
+    batches before the cut, then one torn tail where the cut batch starts (its header is
+    refilled from the file, which ends: the bytes after it in the buffer are not read as
+    the header's)."""
     data = FIRST.read_bytes()
     _, whole = _scan(FIRST)  # leaves its buffer, FIRST's bytes in it, for the next scan
     assert scan._SPARE
