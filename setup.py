@@ -16,7 +16,7 @@ from setuptools.command.build_ext import build_ext
 ROOT = Path(__file__).parent
 SPEEDUPS = Path("kafkalog_cli") / "_speedups"
 # each module is optional on its own: one that fails to cythonize or compile leaves the others
-MODULES = ("fastcodec", "fastscan", "fastclean", "fastinflate")
+MODULES = ("fastcodec", "fastscan", "fastclean", "fastinflate", "fastout")
 
 
 def _warn(what: str, exc: BaseException) -> None:

@@ -30,6 +30,10 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.output.live import screen
 from kafkalog_cli.output.render import JsonlRenderer, Renderer, TextRenderer
 
+# the hot path of direct mode in C (_Sink's gathering, _Ring, _Turn: the same bytes to the
+# same places); None: the Python classes here
+_fastout = compiled("fastout")
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -333,6 +337,9 @@ class _Sink(io.RawIOBase):
         super().__init__()
         self._emit, self._tty, self._first, self._gather = emit, tty, first, gather
         self._buf = bytearray()
+        if gather and first is None and _fastout is not None:  # the same, compiled
+            fast = _fastout.Gather(emit, gather, PASS)
+            self.write, self.flush = fast.write, fast.flush  # type: ignore[method-assign]
 
     def writable(self) -> bool:
         return True
@@ -390,7 +397,7 @@ _turn_view: memoryview | None = None  # a worker's view of it as an int64 (read 
 # direct mode: each worker's ring (_Ring), mapped before the fork; in a worker, its own
 # (_ring) and its index (_me)
 _rings: list[mmap.mmap] | None = None
-_ring: _Ring | None = None
+_ring: Any = None  # _Ring, or its compiled twin
 _me = -1
 # the highest item index a worker may still start, an int64 shared the same way: an item
 # that fails lowers it to its own index (those after it would not run at -j 1), the
@@ -416,7 +423,8 @@ def _start_worker(k: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the workers
     screen.forget()  # the terminal and its bar are the parent's
     if _rings is not None:
-        _me, _ring = k, _Ring(_rings[k])
+        _me = k
+        _ring = _Ring(_rings[k]) if _fastout is None else _fastout.Ring(_rings[k], _turn)
     if _turn is not None and sys.byteorder == "little":  # (as the parent writes it)
         _turn_view = memoryview(_turn).cast("q")
 
@@ -429,7 +437,7 @@ def _run(i: int) -> tuple[Any, Any, Any]:
     emit_out: Emit
     emit_err: Emit
     if _FDS is not None:
-        turn = _Turn(i, spill_dir)
+        turn = _new_turn(i, spill_dir)
         emit_out = functools.partial(turn.add, _FDS[0])
         emit_err = functools.partial(turn.add, _FDS[1])
     else:
@@ -474,6 +482,15 @@ def _run(i: int) -> tuple[Any, Any, Any]:
         held = None
         error = error or _portable(e)
     return held, value, error
+
+
+def _new_turn(i: int, spill_dir: str) -> Any:
+    """Item i's _Turn, or its compiled twin (which copies into the ring itself: its _Held
+    takes only what the ring refuses)."""
+    if _fastout is None:
+        return _Turn(i, spill_dir)
+    ring = _ring if isinstance(_ring, _fastout.Ring) else None
+    return _fastout.Turn(i, _Held(spill_dir), ring, _turn, _me)
 
 
 def _stateless(renderer: Renderer) -> bool:

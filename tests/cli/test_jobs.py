@@ -540,8 +540,10 @@ from kafkalog_cli.commands import workers
 from kafkalog_cli.storage.disk import pieces
 pieces.MIN_PIECE, pieces.PIECE_BYTES, pieces.PIECE_RECORDS = 512, 2048, 40
 workers.RING = int(sys.argv[1])
+if sys.argv[2] == "pure":  # the Python twins of the compiled direct-mode output
+    workers._fastout = None
 from kafkalog_cli.launch import main
-sys.argv = ["kafkalog", *sys.argv[2:]]
+sys.argv = ["kafkalog", *sys.argv[3:]]
 main()
 """
 PIECES = [["--records", "--print-data"], ["--records", "--format", "jsonl"],
@@ -549,29 +551,33 @@ PIECES = [["--records", "--print-data"], ["--records", "--format", "jsonl"],
           ["--records", "--no-batches", "--format", "csv", "--payload", "hex"]]
 
 
-# ring 0: none (held output spills as before); 3000 bytes: it wraps and overflows
-PIECE_RUNS = [*((a, 3000) for a in PIECES), (PIECES[0], 0), (PIECES[0], 1 << 20)]
+# ring 0: none (held output spills as before); 3000 bytes: it wraps and overflows. Output
+# through workers' compiled classes (fastout, where built) and their Python twins
+OUT = ["compiled", "pure"] if workers._fastout is not None else ["pure"]
+PIECE_RUNS = [*((a, 3000, o) for a in PIECES for o in OUT), (PIECES[0], 0, OUT[-1]),
+              (PIECES[0], 0, OUT[0]), (PIECES[0], 1 << 20, OUT[0])]
 
 
-@pytest.mark.parametrize(("args", "ring"), PIECE_RUNS,
-                         ids=[f"{' '.join(a)} ring {r}" for a, r in PIECE_RUNS])
+@pytest.mark.parametrize(("args", "ring", "out"), PIECE_RUNS,
+                         ids=[f"{' '.join(a)} ring {r} {o}" for a, r, o in PIECE_RUNS])
 def test_dump_of_partitions_cut_in_pieces_prints_what_one_job_prints(
-        args: list[str], ring: int, damaged: Path, big: Path) -> None:
+        args: list[str], ring: int, out: str, damaged: Path, big: Path) -> None:
     # damaged: torn tail, bit flip, transactions, three codecs; big (once): 1 MiB segments
-    paths = [str(damaged), str(big)] if (args, ring) == PIECE_RUNS[0] else [str(damaged)]
+    paths = [str(damaged), str(big)] if (args, ring) == PIECE_RUNS[0][:2] else [str(damaged)]
     one = run("dump", *paths, *args, "-j", "1")
-    p = subprocess.run([sys.executable, "-c", _SMALL_PIECES, str(ring), "dump", *paths, *args,
-                        "-j", "2"], capture_output=True, timeout=300,
+    p = subprocess.run([sys.executable, "-c", _SMALL_PIECES, str(ring), out, "dump", *paths,
+                        *args, "-j", "2"], capture_output=True, timeout=300,
                        cwd=Path(__file__).parents[2])
     assert (p.returncode, p.stderr.decode(), p.stdout) == (one.code, one.err, one.out)
     assert one.code == (0 if "--to-offset" in args else 4)  # the damage is past 700
     assert one.out.count(b"\n") > 700
 
 
-def test_the_corpus_cut_in_pieces_dumps_as_one_job_does() -> None:
+@pytest.mark.parametrize("out", OUT)
+def test_the_corpus_cut_in_pieces_dumps_as_one_job_does(out: str) -> None:
     # broker-written: legacy formats (never cut), KRaft metadata and offsets decoded
     one = run("dump", *CORPUS_DIRS, "--records", "--print-data", "-j", "1")
-    p = subprocess.run([sys.executable, "-c", _SMALL_PIECES, "3000", "dump", *CORPUS_DIRS,
+    p = subprocess.run([sys.executable, "-c", _SMALL_PIECES, "3000", out, "dump", *CORPUS_DIRS,
                         "--records", "--print-data", "-j", "2"], capture_output=True,
                        timeout=300, cwd=Path(__file__).parents[2])
     assert (p.returncode, p.stderr.decode(), p.stdout) == (one.code, one.err, one.out)
@@ -694,8 +700,20 @@ def test_a_worker_is_set_to_die_with_its_parent(pure: bool,
     assert got == str(int(signal.SIGKILL)).encode()
 
 
+RINGS = ["python", "compiled"] if workers._fastout is not None else ["python"]
+
+
+def _new_ring(kind: str, size: int, turn: object) -> object:
+    """workers._Ring (which reads workers._turn) or its compiled twin (given the counter)."""
+    import mmap
+
+    mem = mmap.mmap(-1, size)
+    return workers._Ring(mem) if kind == "python" else workers._fastout.Ring(mem, turn)
+
+
+@pytest.mark.parametrize("kind", RINGS)
 def test_the_ring_goes_back_to_its_start_where_that_is_free(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # held output is written from the ring's start whenever the bytes there are free, so
     # that a worker touches about as many pages as it holds at once, not the whole ring;
     # an item's own bytes stay one run (the parent writes them out as one), and what would
@@ -708,7 +726,7 @@ def test_the_ring_goes_back_to_its_start_where_that_is_free(
     def set_turn(i: int) -> None:
         turn[:8] = i.to_bytes(8, "little", signed=True)
 
-    ring = workers._Ring(mmap.mmap(-1, 100))
+    ring = _new_ring(kind, 100, turn)
 
     def put(item: int, data: bytes) -> int | None:
         return ring.put(item, [data], len(data))
@@ -730,10 +748,14 @@ def test_the_ring_goes_back_to_its_start_where_that_is_free(
     assert bytes(ring.mem[:5]) == b"h" * 5
 
 
-def test_stdout_gathers_small_writes_and_hands_a_big_one_on_as_it_is() -> None:
+@pytest.mark.parametrize("kind", RINGS)
+def test_stdout_gathers_small_writes_and_hands_a_big_one_on_as_it_is(
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # a worker's stdout: small writes gathered (one emit per GATHER bytes), a write of
     # PASS bytes or more handed on uncopied, with what was gathered before it, in one
     # emit; stderr (no gathering) first hands on what stdout gathered: order is kept
+    if kind == "python":
+        monkeypatch.setattr(workers, "_fastout", None)
     emitted: list[tuple[str, list[bytes], int]] = []
 
     def emit(name: str):
@@ -767,14 +789,15 @@ def test_stdout_gathers_small_writes_and_hands_a_big_one_on_as_it_is() -> None:
     assert emitted[-1][1] == [bytearray(b"z")]
 
 
+@pytest.mark.parametrize("kind", RINGS)
 def test_held_parts_round_the_end_of_the_ring_in_order(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import mmap
 
     turn = mmap.mmap(-1, 8)
     turn[:8] = (0).to_bytes(8, "little", signed=True)
     monkeypatch.setattr(workers, "_turn", turn)
-    ring = workers._Ring(mmap.mmap(-1, 100))
+    ring = _new_ring(kind, 100, turn)
     assert ring.put(1, [b"a" * 70], 70) == 0
     turn[:8] = (1).to_bytes(8, "little", signed=True)  # item 1 still held: [0, 70)
     parts = [b"b" * 10, bytearray(b"c" * 15)]

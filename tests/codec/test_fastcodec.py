@@ -234,7 +234,7 @@ def test_pure_path_forced_by_environment():
 _BINDINGS = (
     "import kafkalog_cli._speedups.fastcodec as fc\n"
     "from kafkalog_cli.codec import compression\n"
-    "from kafkalog_cli.commands import dump\n"
+    "from kafkalog_cli.commands import dump, workers\n"
     "from kafkalog_cli.output import render\n"
     "from kafkalog_cli.storage.checks import check\n"
     "from kafkalog_cli.storage.disk import pieces\n"
@@ -242,7 +242,7 @@ _BINDINGS = (
     "got = [check._fastscan is not None, pieces._fastscan is not None,\n"
     "       offset_map.FAST is not None, render.utf8_visible is fc.utf8_visible,\n"
     "       dump.record_writer('jsonl', 'utf8', True) is not None,\n"
-    "       compression._fast_module() is not None]\n"
+    "       compression._fast_module() is not None, workers._fastout is not None]\n"
     "try:  # Spark's column builder, where the spark extra (pyarrow) is installed\n"
     "    from kafkalog_cli.spark import rows\n"
     "    got.append(rows.COMPILED)\n"
