@@ -156,7 +156,7 @@ cdef void _release(Py_buffer* views, int got):
         PyBuffer_Release(&views[j])
 
 
-cdef int _writev_all(int fd, Py_buffer* views, int n_parts, Py_ssize_t n) except -1:
+cdef int _writev_all(int fd, Py_buffer* views, int n_parts) except -1:
     """All of the parts to `fd`, in order: writev, again for what a short write left
     (a pipe, a signal), as workers._writev_all; EINTR runs the signal handlers, as os's."""
     cdef iovec iov[MAX_PARTS]
@@ -188,7 +188,6 @@ cdef class Turn:
     the ring), written straight to the fds from then on. `held`'s ring part (`ring`,
     `ring_start`, `ring_len`) is kept here and set on it when it is handed on."""
     cdef Ring _ring
-    cdef object _turn_obj
     cdef Py_buffer _turn
     cdef bint _have_turn, _ring_ok
     cdef long long _item
@@ -232,32 +231,30 @@ cdef class Turn:
         if self.held is not None:
             if self._mine():
                 self._catch_up()
-            elif self._ring_ok:
-                got = _views(parts, views)
-                try:
-                    at = self._ring.cput(self._item, views, got, n)
-                finally:
-                    _release(views, got)
-                if at >= 0:  # the ring part is a prefix: once refused, never again
-                    if not self._ring_len:
-                        self._ring_start = at
-                    self._ring_len += n
-                    k = len(self._runs)
-                    if k and (<list>self._runs[k - 1])[0] == fd:
-                        last = <list>self._runs[k - 1]
-                        last[1] += n
-                    else:
-                        self._runs.append([fd, n])
-                    return
-                self._ring_ok = False
-                self.held.add(fd, parts, n)
-                return
             else:
+                if self._ring_ok:
+                    got = _views(parts, views)
+                    try:
+                        at = self._ring.cput(self._item, views, got, n)
+                    finally:
+                        _release(views, got)
+                    if at >= 0:
+                        if not self._ring_len:
+                            self._ring_start = at
+                        self._ring_len += n
+                        k = len(self._runs)
+                        if k and (<list>self._runs[k - 1])[0] == fd:
+                            last = <list>self._runs[k - 1]
+                            last[1] += n
+                        else:
+                            self._runs.append([fd, n])
+                        return
+                    self._ring_ok = False  # the ring part is a prefix: once refused, never again
                 self.held.add(fd, parts, n)
                 return
         got = _views(parts, views)
         try:
-            _writev_all(fd, views, got, n)
+            _writev_all(fd, views, got)
         finally:
             _release(views, got)
 
