@@ -1097,10 +1097,8 @@ def records_jsonl(records, bytes prefix, bytes timestamp_type, int mode):
 # `kafkalog dump --records` in text: the record lines of commands/dump.py's _record_text, for
 # v2 data records (the Python formatter keeps control records, legacy messages and --decode).
 
-cdef int _text_payload(Buf* b, const char* label, Py_ssize_t label_n, object v,
-                       int mode) except -1:
-    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(v)
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(v)
+cdef int _text_payload(Buf* b, const char* label, Py_ssize_t label_n,
+                       const unsigned char* s, Py_ssize_t n, int mode) except -1:
     _put(b, label, label_n)
     if mode == 0:
         return _visible(b, s, n)
@@ -1109,12 +1107,59 @@ cdef int _text_payload(Buf* b, const char* label, Py_ssize_t label_n, object v,
     return _b64_of(b, s, n)
 
 
+cdef struct Line:  # what a record's text line shows, from a Record or from the raw section
+    int64_t offset
+    int64_t timestamp
+    int64_t sequence
+    const unsigned char* key
+    Py_ssize_t klen  # -1: null
+    const unsigned char* value
+    Py_ssize_t vlen  # -1: null
+
+
+cdef int _text_head(Buf* b, Line* r, const char* tt, Py_ssize_t ttn) except -1:
+    """A line up to its header keys: `| offset: … headerKeys: [`."""
+    _put(b, b"| offset: ", 10)
+    _put_i64(b, r.offset)
+    _put(b, b" ", 1)
+    _put(b, tt, ttn)
+    _put(b, b": ", 2)
+    _put_i64(b, r.timestamp)
+    _put(b, b" keySize: ", 10)
+    _put_i64(b, r.klen)
+    _put(b, b" valueSize: ", 12)
+    _put_i64(b, r.vlen)
+    _put(b, b" sequence: ", 11)
+    _put_i64(b, r.sequence)
+    return _put(b, b" headerKeys: [", 14)
+
+
+cdef int _text_tail(Buf* b, Line* r, int mode, bint print_data) except -1:
+    """A line from the end of its header keys."""
+    _put(b, b"]", 1)
+    if print_data:
+        if r.klen >= 0:
+            _text_payload(b, b" key: ", 6, r.key, r.klen, mode)
+        if r.vlen >= 0:
+            _text_payload(b, b" payload: ", 10, r.value, r.vlen, mode)
+    return _put(b, b"\n", 1)
+
+
+cdef inline void _bytes_field(object v, const unsigned char** s, Py_ssize_t* n):
+    if v is None:
+        n[0] = -1
+    else:
+        s[0] = <const unsigned char*>PyBytes_AS_STRING(v)
+        n[0] = PyBytes_GET_SIZE(v)
+
+
 def records_text(records, bytes timestamp_type, int mode, bint print_data):
     """kafka-dump-log's lines for v2 data records (an iterable: a batch's, or a slice of
     them), UTF-8, one per record: the bytes TextRenderer writes for dump's record rows, b""
     for no record. `timestamp_type` is the type's name; `mode` the payload encoding as in
     records_jsonl; `print_data` adds keys and values."""
     cdef Buf b
+    cdef Line line
     cdef Py_ssize_t klen
     cdef const char* ks
     cdef const char* tt = PyBytes_AS_STRING(timestamp_type)
@@ -1122,21 +1167,14 @@ def records_text(records, bytes timestamp_type, int mode, bint print_data):
     _take(&b)
     try:
         for r in records:
-            key = r.key
+            key = r.key  # held: `line` points into them
             value = r.value
-            _put(&b, b"| offset: ", 10)
-            _put_int(&b, r.offset)
-            _put(&b, b" ", 1)
-            _put(&b, tt, ttn)
-            _put(&b, b": ", 2)
-            _put_int(&b, r.timestamp)
-            _put(&b, b" keySize: ", 10)
-            _put_i64(&b, -1 if key is None else PyBytes_GET_SIZE(key))
-            _put(&b, b" valueSize: ", 12)
-            _put_i64(&b, -1 if value is None else PyBytes_GET_SIZE(value))
-            _put(&b, b" sequence: ", 11)
-            _put_int(&b, r.sequence)
-            _put(&b, b" headerKeys: [", 14)
+            line.offset = r.offset
+            line.timestamp = r.timestamp
+            line.sequence = r.sequence
+            _bytes_field(key, &line.key, &line.klen)
+            _bytes_field(value, &line.value, &line.vlen)
+            _text_head(&b, &line, tt, ttn)
             first = True
             for hk, _ in r.headers:
                 if not first:
@@ -1144,13 +1182,76 @@ def records_text(records, bytes timestamp_type, int mode, bint print_data):
                 first = False
                 ks = PyUnicode_AsUTF8AndSize(hk, &klen)
                 _put(&b, ks, klen)
-            _put(&b, b"]", 1)
-            if print_data:
-                if key is not None:
-                    _text_payload(&b, b" key: ", 6, key, mode)
-                if value is not None:
-                    _text_payload(&b, b" payload: ", 10, value, mode)
-            _put(&b, b"\n", 1)
+            _text_tail(&b, &line, mode, print_data)
+        return PyBytes_FromStringAndSize(b.p, b.n)
+    finally:
+        _give(&b)
+
+
+cdef int _raw_header_keys(Buf* b, const unsigned char* p, int64_t end, Rec* r) except -1:
+    """The header keys of a record _parse_record accepted, comma-separated, straight from
+    the section: 0, or 1 (nothing sure written) for a key that is not strict UTF-8, which
+    the object path shows as Java decodes it."""
+    cdef int64_t pos = r.hpos
+    cdef int32_t klen, vlen
+    cdef Py_ssize_t j
+    for j in range(r.hcount):
+        _varint(p, end, &pos, &klen, E_PREMATURE)
+        if not _utf8_ok(p + pos, klen):
+            return 1
+        if j:
+            _put(b, b",", 1)
+        _put(b, <const char*>p + pos, klen)
+        pos += klen
+        _varint(p, end, &pos, &vlen, E_PREMATURE)
+        if vlen > 0:
+            pos += vlen
+    return 0
+
+
+def section_text(data, count, base_offset, base_timestamp, base_sequence, log_append_time,
+                 bytes timestamp_type, int mode, bint print_data):
+    """records_text(decode_records(data, …), …) in one pass that builds no object per
+    record: the same bytes, or None where decode_records would raise (or hand the section
+    to the pure decoder) or a header key is not UTF-8. The caller then takes that path,
+    which says why; nothing is written before the whole section has parsed."""
+    cdef RecordIter it = _records_of(data, count, base_offset, base_timestamp, base_sequence,
+                                     log_append_time)
+    cdef Buf b
+    cdef Line line
+    cdef Rec r
+    cdef int64_t pos = 0
+    cdef Py_ssize_t i
+    cdef const char* tt = PyBytes_AS_STRING(timestamp_type)
+    cdef Py_ssize_t ttn = PyBytes_GET_SIZE(timestamp_type)
+    if it is None:
+        return None
+    if not it.create_time:
+        try:
+            line.timestamp = it.log_append_time  # an int (_records_of), maybe past 64 bits
+        except OverflowError:
+            return None
+    _take(&b)
+    try:
+        for i in range(it.count):
+            if _parse_checked(it, &pos, &r):
+                return None
+            line.offset = it.base_offset + r.offset_delta  # in range: checked
+            if it.create_time:
+                line.timestamp = it.base_timestamp + r.ts_delta
+            line.sequence = -1 if it.base_sequence < 0 else \
+                _sequence(it.base_sequence, r.offset_delta)
+            # any negative length is a null (DefaultRecord.readFrom), shown as -1
+            line.klen = r.klen if r.klen >= 0 else -1
+            line.key = it.p + r.kpos if r.klen >= 0 else NULL
+            line.vlen = r.vlen if r.vlen >= 0 else -1
+            line.value = it.p + r.vpos if r.vlen >= 0 else NULL
+            _text_head(&b, &line, tt, ttn)
+            if _raw_header_keys(&b, it.p, it.end, &r):
+                return None
+            _text_tail(&b, &line, mode, print_data)
+        if pos != it.end:
+            return None
         return PyBytes_FromStringAndSize(b.p, b.n)
     finally:
         _give(&b)

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from kafkalog_cli import _speedups
-from kafkalog_cli.codec.batch_v2 import decrement_sequence
+from kafkalog_cli.codec.batch_v2 import EAGER_RECORDS, decrement_sequence
 from kafkalog_cli.codec.checkpoint import parse_leader_epochs, parse_offsets
 from kafkalog_cli.codec.control import parse_control
 from kafkalog_cli.codec.entry import Batch
@@ -38,6 +38,9 @@ from kafkalog_cli.storage.formats.current import file_kind
 Row = dict[str, Any]
 # the compiled writer of v2 data records' rows: (topic, partition, timestamp type, records)
 RecordWriter = Callable[[str, int, str, Iterable[Record]], bytes]
+# the compiled writer of a v2 data batch's text straight from its records section: the
+# batch, the section and its LogAppendTime (records_section); None: take the object path
+SectionWriter = Callable[[Batch, bytes, "int | None"], "bytes | None"]
 FAST_CHUNK = 4096  # records the compiled writer turns into one write
 HOPS = 1 << 18  # batch headers a -j run may read to cut big partitions (pieces.py)
 
@@ -108,6 +111,7 @@ class Dumper:
         self.problems = 0
         self.sizes = False  # text output shows raw key/value sizes
         self.fast_records: RecordWriter | None = None  # record_writer's, for jsonl and text
+        self.fast_section: SectionWriter | None = None  # section_writer's, for text
         self.decoding = decoding.Decoding("none")
         self.jobs = 1  # -j: partitions dumped in worker processes
 
@@ -153,6 +157,18 @@ class Dumper:
                 out.row(row)
             if not self.records:
                 continue
+            check = f.on_records
+            if self.fast_section is not None and not check and b.magic == 2 \
+                    and not b.is_control and decoder is None and 0 < b.count <= EAGER_RECORDS:
+                try:
+                    data, lat = b.records_section(self.max_decompressed)
+                except CorruptDataError as e:
+                    self.undecodable(file, pos, e, "records")
+                    continue
+                text = self.fast_section(b, data, lat)
+                if text is not None:
+                    out.out.write(text)
+                    continue  # else the object path below, which says what is wrong
             try:
                 recs = b.records(self.max_decompressed)
             except CorruptDataError as e:
@@ -160,7 +176,6 @@ class Dumper:
                 continue
             tstype = TIMESTAMP_TYPES[b.timestamp_type]
             control = b.is_control
-            check = f.on_records
             if self.fast_records is not None and b.magic == 2 and not control \
                     and decoder is None:
                 if check:
@@ -359,6 +374,24 @@ def record_writer(fmt: str, payload: str, print_data: bool) -> RecordWriter | No
     return jsonl
 
 
+def section_writer(fmt: str, payload: str, print_data: bool) -> SectionWriter | None:
+    """For text: the compiled writer that turns a batch's records section into its record
+    lines with no object per record, the bytes record_writer's text writes for the decoded
+    records (tests/codec/test_section_text.py checks); None for other formats or no build."""
+    fc = _speedups.compiled("fastcodec") if fmt == "text" else None
+    section_text = getattr(fc, "section_text", None)
+    if section_text is None:
+        return None
+    mode = {"utf8": 0, "base64": 1, "hex": 2}[payload]
+    types = {k: t.encode() for k, t in TIMESTAMP_TYPES.items()}
+
+    def text(b: Batch, data: bytes, lat: int | None) -> bytes | None:
+        return section_text(data, b.count, b.base_offset, b.base_timestamp, b.base_sequence,
+                            lat, types[b.timestamp_type], mode, print_data)
+
+    return text
+
+
 def _jbool(v: bool) -> str:
     return "true" if v else "false"
 
@@ -534,6 +567,7 @@ def command(paths: tuple[str, ...], with_records: bool, print_data: bool, no_bat
     d = Dumper(out, records, batches, payload_encoder(payload), filters, max_decompressed_bytes)
     d.sizes = fmt == "text"
     d.fast_records = record_writer(fmt, payload, print_data)
+    d.fast_section = section_writer(fmt, payload, print_data)
     d.decoding = decoding.Decoding(decode, kafka_text=fmt == "text")
     d.jobs = jobs
     try:
