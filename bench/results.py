@@ -279,8 +279,12 @@ def _halves(d: Path, args: list[str], ok: tuple[int, ...],
     return datasets.halves({p: alone[datasets.original(p.name)] for p in parts})
 
 
-MIN_J1_S = 4.0
-MAX_COPIES = 16
+# 8 s: on a shared VM, two runs of the same command a minute apart differ by up to 40 %
+# (run 5: -j 2 over the -j 1 next to it 0.42-0.73 within one figure); a longer run averages
+# more of that, and leaves the one-process start-up less of it (at 4 s, medians fell either
+# side of 0.556 from run to run on the same code)
+MIN_J1_S = 8.0
+MAX_COPIES = 32
 
 
 def _copies(d: Path, args: list[str], ok: tuple[int, ...]) -> int:

@@ -290,6 +290,8 @@ def test_copies_are_timed_until_the_j1_run_is_long_enough(tmp_path: Path,
             return lambda: start + per_copy * n
         return process
 
+    monkeypatch.setattr(results, "MIN_J1_S", 4.0)
+    monkeypatch.setattr(results, "MAX_COPIES", 16)
     made: list[int] = []
     monkeypatch.setattr(results.datasets, "linked_copies",
                         lambda d, n: made.append(n) or d.parent / f"{d.name}-x{n}")
