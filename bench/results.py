@@ -279,10 +279,11 @@ def _halves(d: Path, args: list[str], ok: tuple[int, ...],
     return datasets.halves({p: alone[datasets.original(p.name)] for p in parts})
 
 
-# 8 s: on a shared VM, two runs of the same command a minute apart differ by up to 40 %
-# (run 5: -j 2 over the -j 1 next to it 0.42-0.73 within one figure); a longer run averages
-# more of that, and leaves the one-process start-up less of it (at 4 s, medians fell either
-# side of 0.556 from run to run on the same code)
+# 8 s: on a shared VM the same -j 1 run took 3.99-6.01 s within one figure (run 5; -j 2 over
+# the -j 1 next to it 0.42-0.73), and at 4 s the medians fell either side of 0.556 from run
+# to run on the same code. A longer run pays the one-process start-up over more work and is
+# meant to average more of that noise; run 6 (8 s, on a busier host) did not show it: its -j
+# 2 figures sat at that host's own floor ('two -j 1 on its halves at once') as before
 MIN_J1_S = 8.0
 MAX_COPIES = 32
 
