@@ -87,10 +87,11 @@ s3proxy:
 	tests/s3/fetch.sh
 
 # Native peers for the benchmark (bench/peers/README.md), built into the git-ignored bench/out/:
-# the hardware CRC32C loop (the floor for verify --shallow) and, where cargo is present, the Rust
-# decoder on the kafka-protocol crate (the floor for deep verify).
+# the hardware CRC32C loop (the floor for verify --shallow), a compute loop (the host's floor for
+# the -j figures) and, where cargo is present, the Rust decoder on the kafka-protocol crate (the
+# floor for deep verify).
 .PHONY: peers
-peers: bench/out/crc32c_loop
+peers: bench/out/crc32c_loop bench/out/cpu_loop
 	@if command -v cargo >/dev/null; then \
 	  CARGO_TARGET_DIR=$(CURDIR)/bench/out/rust cargo build -q --release --locked \
 	    --manifest-path bench/peers/rust-decoder/Cargo.toml; \
@@ -99,3 +100,7 @@ peers: bench/out/crc32c_loop
 bench/out/crc32c_loop: bench/peers/crc32c_loop.c
 	@mkdir -p bench/out
 	gcc -O2 -msse4.2 -o $@ $<
+
+bench/out/cpu_loop: bench/peers/cpu_loop.c
+	@mkdir -p bench/out
+	gcc -O2 -o $@ $<

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
 import os
 import platform
 import resource
@@ -175,6 +176,33 @@ def at_once(cmds: list[list[str]], ok: tuple[int, ...] = (0, 1)) -> Callable[[],
             raise RuntimeError(f"{' '.join(map(str, cmds[0][:6]))} ... exited {codes}")
         return dt
     return go
+
+
+def loop_alone(cmd: list[str]) -> Callable[[], float]:
+    """A compute loop (bench/peers/cpu_loop.c) run alone, as a callable returning twice its
+    own seconds: what one core takes for the work of two such runs (the -j 1 side)."""
+    return lambda: 2 * _loop_seconds(subprocess.run(cmd, capture_output=True, text=True,
+                                                    check=True).stdout)
+
+
+def loop_pair(cmd: list[str]) -> Callable[[], float]:
+    """Two copies of the loop started together, as a callable returning 2 / (1/t0 + 1/t1)
+    from their own seconds t0, t1: the time the two cores would take for the work of two
+    runs shared perfectly between them at the speeds they ran at together (the -j 2 side).
+    Over loop_alone: the best -j 2 / -j 1 this host allows a CPU-bound run (0.5 for two
+    independent cores)."""
+    def go() -> float:
+        ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        outs = [p.communicate()[0] for p in ps]
+        if any(p.returncode for p in ps):
+            raise RuntimeError(f"{cmd[0]} exited {[p.returncode for p in ps]}")
+        t0, t1 = (_loop_seconds(o) for o in outs)
+        return 2 / (1 / t0 + 1 / t1)
+    return go
+
+
+def _loop_seconds(out: str) -> float:
+    return float(json.loads(out)["seconds"])
 
 
 def kl(*args: object) -> list[str]:

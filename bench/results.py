@@ -46,6 +46,8 @@ from measure import (  # noqa: E402
     alternate,
     at_once,
     kl,
+    loop_alone,
+    loop_pair,
     machine,
     process,
     rotate,
@@ -219,6 +221,16 @@ def jobs(r: Run) -> None:
                 "no -j machinery at all, so the floor -j 2 is measured against (no better "
                 "than the halves' balance); '-j 2 vs two -j 1 on its halves at once' is what "
                 "the -j machinery costs over that floor, in the same rounds")
+    loop = CPU_LOOP if CPU_LOOP.exists() else None
+    if loop is None:
+        r.note(sec, "not measured: the compute loop's floor (make peers)")
+    else:
+        r.note(sec, "'the host's floor (a compute loop)': bench/peers/cpu_loop.c, no I/O and no "
+                    "memory shared, run alone and two at once in each of the same rounds; the "
+                    "figure is 1 / (t_alone/t_0 + t_alone/t_1) from the loops' own seconds, "
+                    "the best -j 2 / -j 1 a CPU-bound run can reach on the cores as they ran "
+                    "then (0.50: two independent cores; above the goal's 0.556, a CPU-bound -j 2 "
+                    "run could not hold it on those cores in those rounds)")
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) == 2:
         r.note(sec, f"'-j 1 on CPU {cpus[1]} vs on CPU {cpus[0]}': the same dump confined to "
@@ -239,11 +251,15 @@ def jobs(r: Run) -> None:
             half = _halves(dd, args, ok, r.work)
             cpu2: list[float] = []
             cpu1: list[float] = []
-            j2, j1, halves = rotate([
+            fns = [
                 process(kl(*args, dd, "-j", 2), ok=ok, cpu_s=cpu2),
                 process(kl(*args, dd, "-j", 1), ok=ok, cpu_s=cpu1),
                 at_once([kl(*args, *half[0], "-j", 1), kl(*args, *half[1], "-j", 1)], ok=ok),
-            ], r.close_runs())
+            ]
+            if loop is not None:
+                n = str(LOOP_QUICK if r.quick else LOOP_ITERATIONS)
+                fns += [loop_pair([str(loop), n]), loop_alone([str(loop), n])]
+            j2, j1, halves, *floor = rotate(fns, r.close_runs())
             r.add(Figure(sec, f"{what} -j 2", "-j 2", "-j 1", ours_s=j2, peer_s=j1,
                          goal=SPEEDUP_1_8, goal_text="≥ 1.8x faster"))
             r.add(Figure(sec, f"{what}: CPU time of -j 2 vs -j 1", "-j 2", "-j 1",
@@ -252,6 +268,10 @@ def jobs(r: Run) -> None:
                          "-j 1 on all", ours_s=halves, peer_s=j1))
             r.add(Figure(sec, f"{what}: -j 2 vs two -j 1 on its halves at once", "-j 2",
                          "halves at once", ours_s=j2, peer_s=halves))
+            if floor:
+                r.add(Figure(sec, f"{what}: the host's floor (a compute loop), same rounds",
+                             "two loops at once, shared", "one loop alone", ours_s=floor[0],
+                             peer_s=floor[1]))
             r.figure(Figure(sec, f"{what}: two -j 1 at once", "two at once", "one alone"),
                      together(kl(*args, dd, "-j", 1), ok=ok),
                      process(kl(*args, dd, "-j", 1), ok=ok))
@@ -286,6 +306,10 @@ def _halves(d: Path, args: list[str], ok: tuple[int, ...],
 # 2 figures sat at that host's own floor ('two -j 1 on its halves at once') as before
 MIN_J1_S = 8.0
 MAX_COPIES = 32
+# bench/peers/cpu_loop.c's iterations: about 1.5 s alone on a 2020s x86 core
+CPU_LOOP = HERE / "out" / "cpu_loop"
+LOOP_ITERATIONS = 400_000_000
+LOOP_QUICK = 4_000_000
 
 
 def _copies(d: Path, args: list[str], ok: tuple[int, ...]) -> int:

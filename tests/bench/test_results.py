@@ -443,3 +443,41 @@ def test_rotate_runs_one_of_each_a_round_and_turns_who_goes_first() -> None:
     got = measure.rotate([fn("a", 1.0), fn("b", 2.0), fn("c", 3.0)], 4)
     assert got == [[1.0] * 4, [2.0] * 4, [3.0] * 4]
     assert calls == list("abc" "bca" "cab" "abc")
+
+
+def test_the_loop_floor_is_the_harmonic_share_of_two_loops_over_twice_one(
+        tmp_path: Path) -> None:
+    """measure.loop_pair / loop_alone: from the loops' own seconds, two at once give
+    2 / (1/t0 + 1/t1) (the two-run work shared at their speeds) and one alone twice its
+    seconds; so with one loop 2 s alone, two at once at 2 s and 6 s: 3 s for 4 s alone,
+    0.75. A loop that fails raises."""
+    import measure
+
+    fake = tmp_path / "loop.py"  # the first to create the mark took 2 s, any later one 6 s
+    fake.write_text("import json, os, sys\n"
+                    "try:\n    os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL))\n"
+                    "    s = 2.0\nexcept FileExistsError:\n    s = 6.0\n"
+                    "print(json.dumps({'seconds': s, 'checksum': 0}))\n")
+    mark = tmp_path / "mark"
+    cmd = [sys.executable, str(fake), str(mark)]
+    assert measure.loop_alone(cmd)() == 4.0
+    mark.unlink()
+    assert measure.loop_pair(cmd)() == 3.0
+    assert measure.loop_alone(cmd)() == 12.0  # the mark is there: 6 s
+    with pytest.raises(RuntimeError, match="exited"):
+        measure.loop_pair([sys.executable, "-c", "raise SystemExit(3)"])()
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc (make peers builds it)")
+def test_the_compute_loop_builds_and_reports_its_seconds(tmp_path: Path) -> None:
+    """bench/peers/cpu_loop.c, as `make peers` builds it: its seconds grow with the
+    iterations given and its checksum depends on them only (the loop is not optimised out)."""
+    exe = tmp_path / "cpu_loop"
+    subprocess.run(["gcc", "-O2", "-o", str(exe), str(ROOT / "bench/peers/cpu_loop.c")],
+                   check=True)
+    runs = {n: json.loads(subprocess.run([str(exe), str(n)], capture_output=True, text=True,
+                                         check=True).stdout) for n in (1, 2_000_000, 20_000_000)}
+    again = json.loads(subprocess.run([str(exe), "2000000"], capture_output=True, text=True,
+                                      check=True).stdout)
+    assert again["checksum"] == runs[2_000_000]["checksum"] != runs[20_000_000]["checksum"]
+    assert runs[1]["seconds"] < runs[2_000_000]["seconds"] < runs[20_000_000]["seconds"]
