@@ -18,6 +18,42 @@ from posix.uio cimport iovec, writev
 cdef enum:
     MAX_PARTS = 8  # buffers an emit takes (the gatherer gives two at most)
 
+# Output held ahead of its turn is copied into the ring with stores that bypass the cache
+# (x86-64's non-temporal stores; memcpy elsewhere): nothing reads it back in this process,
+# and the parent writes it out after the ring has moved on. With ordinary stores, the half
+# of a big dump's output that is held (2.2 GB of 4.5) passed through the core's cache and
+# evicted the decoder's own working set from it: measured, dump -j 2's instructions were
+# within 4 % of -j 1's (callgrind) while its CPU time was 10-20 % more.
+cdef extern from *:
+    """
+    #include <string.h>
+    #if defined(__x86_64__) && defined(__SSE2__)
+    #include <emmintrin.h>
+    static void kl_stream_copy(char *dst, const char *src, size_t n) {
+        size_t lead = (size_t)(-(uintptr_t)dst) & 15;
+        if (n < 4096 || lead > n) { memcpy(dst, src, n); return; }
+        memcpy(dst, src, lead);
+        dst += lead; src += lead; n -= lead;
+        while (n >= 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)src);
+            __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+            __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+            _mm_stream_si128((__m128i *)dst, a);
+            _mm_stream_si128((__m128i *)(dst + 16), b);
+            _mm_stream_si128((__m128i *)(dst + 32), c);
+            _mm_stream_si128((__m128i *)(dst + 48), d);
+            dst += 64; src += 64; n -= 64;
+        }
+        memcpy(dst, src, n);
+        _mm_sfence();  /* ordered before the parent is told where the bytes are */
+    }
+    #else
+    static void kl_stream_copy(char *dst, const char *src, size_t n) { memcpy(dst, src, n); }
+    #endif
+    """
+    void kl_stream_copy(char* dst, const char* src, size_t n) nogil
+
 
 cdef class Ring:
     """A worker's shared ring (see workers._Ring): `put` copies an item's parts in after
@@ -112,9 +148,9 @@ cdef class Ring:
             k = parts[j].len
             at = self.head % size
             first = k if k <= size - at else size - at
-            memcpy(self.base + at, parts[j].buf, first)
+            kl_stream_copy(self.base + at, <char*>parts[j].buf, first)
             if first < k:  # round the end of the ring
-                memcpy(self.base, <char*>parts[j].buf + first, k - first)
+                kl_stream_copy(self.base, <char*>parts[j].buf + first, k - first)
             self.head += k
         if self._count:
             last = self._at(self._count - 1)
