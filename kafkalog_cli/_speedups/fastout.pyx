@@ -31,7 +31,7 @@ cdef extern from *:
     #include <emmintrin.h>
     static void kl_stream_copy(char *dst, const char *src, size_t n) {
         size_t lead = (size_t)(-(uintptr_t)dst) & 15;
-        if (n < 4096 || lead > n) { memcpy(dst, src, n); return; }
+        if (n < 4096) { memcpy(dst, src, n); return; }  /* (lead < 16: it fits) */
         memcpy(dst, src, lead);
         dst += lead; src += lead; n -= lead;
         while (n >= 64) {

@@ -753,8 +753,8 @@ def test_the_ring_goes_back_to_its_start_where_that_is_free(
 def test_the_compiled_ring_holds_the_same_bytes_as_the_python_one(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # the compiled ring copies with stores that bypass the cache (16-byte aligned, 64 at a
-    # time, from 4 KiB on): every length and alignment around those steps, through the
-    # ring's end, must leave exactly the bytes the Python ring leaves
+    # time, from 4 KiB on): every length around those steps, at every alignment, and big
+    # puts split at the ring's end, must leave exactly the bytes the Python ring leaves
     import mmap
 
     turn = mmap.mmap(-1, 8)
@@ -762,17 +762,38 @@ def test_the_compiled_ring_holds_the_same_bytes_as_the_python_one(
     size = 1 << 18
     rings = [_new_ring(kind, size, turn) for kind in ("python", "compiled")]
     rnd = random.Random(17)
-    lengths = [1, 15, 16, 17, 63, 64, 65, 4095, 4096, 4097, 4111, 4160, 5000, 65537,
-               size // 3, size - 1, size] + [rnd.randrange(1, 70000) for _ in range(60)]
-    for item, n in enumerate(lengths, 1):
-        turn[:8] = item.to_bytes(8, "little", signed=True)  # all before it written out
-        parts = [rnd.randbytes(k) for k in _split(rnd, n)]
-        # a lead-in of 0-31 bytes first: the copy starts at every alignment
-        lead = rnd.randbytes(rnd.randrange(32))
-        got = [(ring.put(item, [lead], len(lead)) if lead else 0,
-                ring.put(item, parts, n)) for ring in rings]
+    item = 0
+
+    def put(n: int, parts: list[bytes]) -> int | None:
+        got = [ring.put(item, parts, n) for ring in rings]
         assert got[0] == got[1]
         assert rings[0].mem[:] == rings[1].mem[:], n
+        return got[0]
+
+    def next_item(keep_last: bool) -> None:
+        """On to the next item, all before it written out, or all but the last one."""
+        nonlocal item
+        item += 1
+        turn[:8] = (item - keep_last).to_bytes(8, "little", signed=True)
+
+    lengths = [1, 15, 16, 17, 63, 64, 65, 4095, 4096, 4097, 4111, 4160, 5000, 65537,
+               size // 3, size - 31, size] + [rnd.randrange(1, 70000) for _ in range(60)]
+    for n in lengths:  # from the ring's start, after a lead-in of 0-31 bytes
+        lead = rnd.randbytes(rnd.randrange(min(32, size - n + 1)))
+        next_item(keep_last=False)
+        put(len(lead), [lead])
+        assert put(n, [rnd.randbytes(k) for k in _split(rnd, n)]) is not None
+    for n in [4096, 4097, 5000, 65537] + [rnd.randrange(4096, 70000) for _ in range(20)]:
+        # item A at [0, a), B after it up to n bytes short of the end, A written out: the
+        # next item does not fit at the start (n > a) and goes on after B, over the end
+        a = rnd.randrange(1, n)
+        next_item(keep_last=False)
+        put(a, [rnd.randbytes(a)])
+        next_item(keep_last=True)
+        put(size - n, [rnd.randbytes(size - n)])
+        next_item(keep_last=True)
+        at = put(n, [rnd.randbytes(k) for k in _split(rnd, n)])
+        assert at is not None and at % size == a + size - n  # rounds the end by a bytes
 
 
 def _split(rnd: random.Random, n: int) -> list[int]:
