@@ -42,7 +42,13 @@ RecordWriter = Callable[[str, int, str, Iterable[Record]], bytes]
 # batch, the section and its LogAppendTime (records_section); None: take the object path
 SectionWriter = Callable[[Batch, bytes, "int | None"], "bytes | None"]
 FAST_CHUNK = 4096  # records the compiled writer turns into one write
-HOPS = 1 << 18  # batch headers a -j run may read to cut big partitions (pieces.py)
+# batch headers a -j run may read to cut big partitions (pieces.py): HOPS, and one for each
+# HOP_BYTES of `.log` data. A fixed budget ran out on 2.2 GB of 7 KB batches (326 k): the
+# rest went whole, a 128 MiB partition's gigabytes of text held ahead of its turn, spilled
+# to a file (7 % of the CPU of dump -j 2). Per byte, the walk stays a small share of the
+# dump whatever the dir's size; a file of batches under HOP_BYTES is still cut less.
+HOPS = 1 << 18
+HOP_BYTES = 4096
 
 
 class Filters:
@@ -250,13 +256,18 @@ class Dumper:
     def partitions(self, parts: list[PartitionDir]) -> None:
         """Dump partitions in order, over `self.jobs` worker processes; a big partition's
         segments cut into pieces (storage/disk/pieces.py), so that it keeps them all busy."""
-        items: list[PartitionDir | Piece] = list(parts)
         self.jobs = parallel.jobs_for(parts, self.jobs)
-        if self.jobs > 1 and self.f.from_offset is None:  # (a start from the index: whole)
-            budget = pieces.HopBudget(HOPS)
-            items = [x for part in parts for x in self.cut(part, budget)]
+        items = self.work_items(parts)
         self.problems += sum(chunked.ordered(items, self.problems_in, self.jobs,
                                              renderer=self.out))
+
+    def work_items(self, parts: list[PartitionDir]) -> list[PartitionDir | Piece]:
+        """The -j items `parts` are dumped as: the partitions, or with workers, big ones cut."""
+        if self.jobs <= 1 or self.f.from_offset is not None:  # (a start from the index: whole)
+            return list(parts)
+        budget = pieces.HopBudget(
+            HOPS + sum(parallel.item_bytes(p) or 0 for p in parts) // HOP_BYTES)
+        return [x for part in parts for x in self.cut(part, budget)]
 
     def cut(self, part: PartitionDir, budget: pieces.HopBudget) -> list[PartitionDir | Piece]:
         """`part` as -j items: itself, or its segments' pieces in order."""

@@ -881,3 +881,31 @@ def test_a_short_writev_writes_the_rest(monkeypatch: pytest.MonkeyPatch,
     finally:
         os.close(fd)
     assert path.read_bytes() == b"abcdefghijklmnopq"
+
+
+def test_dump_cuts_the_last_partition_of_a_dir_with_more_batches_than_the_fixed_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """dump -j's hop budget grows with the dir: a fixed one ran out part-way through a big
+    dir, leaving the later partitions whole (their text held ahead of its turn, spilled)."""
+    from kafkalog_cli.commands import dump
+    from kafkalog_cli.storage.disk import pieces
+    from kafkalog_cli.storage.disk.logdir import open_target
+
+    d = _generate(tmp_path / "ld", "--partitions", "4", "--records", "6000",
+                  "--batch-records", "20", "--value-bytes", "300", "--codec", "none",
+                  "--segment-bytes", str(1 << 30))
+    parts = sorted(open_target(d).partitions(), key=lambda p: p.path.name)
+    sizes = [p.log_bytes for p in parts]
+    assert all(n >= 1 << 20 for n in sizes)  # 300 batches of ~6.5 KB (> HOP_BYTES) each
+    monkeypatch.setattr(pieces, "MIN_PIECE", 1 << 16)
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 1 << 18)
+    monkeypatch.setattr(dump, "HOPS", 10)  # far fewer than the dir's 1 200 batches
+    dumper = dump.Dumper(None, True, True, str, dump.Filters(None, None, None, None, None,
+                                                            None, "all"), 1 << 20)
+    dumper.jobs = 2
+    items = dumper.work_items(parts)
+    for part, size in zip(parts, sizes, strict=True):
+        mine = [x for x in items if getattr(x, "part", None) is part]
+        assert len(mine) >= size // pieces.PIECE_BYTES, part.path.name  # cut to its end
+        assert [x.start for x in mine[1:]] == [x.end for x in mine[:-1]]
+        assert mine[0].start == 0 and mine[-1].end is None
