@@ -30,7 +30,7 @@ GIL each time).
 from cpython.buffer cimport PyBUF_READ
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.memoryview cimport PyMemoryView_FromMemory
-from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 from kafkalog_cli._speedups.fastcodec cimport kl_records_clean
 
@@ -527,6 +527,9 @@ cdef extern from "<string.h>" nogil:
 
 cdef enum:
     V2_HEADER_SIZE = 61
+    KEEP_MAX = 1 << 20   # batches scan_rebuild hands back for the producer replay, at most
+    PIDS_BITS = 13
+    PIDS = 1 << PIDS_BITS  # producer slots of scan_rebuild's table (half of them used, at most)
     MIN_ENTRY_SIZE = 14  # layout.MIN_ENTRY_SIZE
     MIN_CHUNK = 4096
 
@@ -564,6 +567,14 @@ cdef int _tier = _best_tier()
 cdef unsigned char *_cache = NULL
 cdef int64_t _cache_size = 0
 cdef bint _cache_busy = False
+
+
+cdef struct Pairs:
+    # a growable array of (a, b) pairs (_push)
+    int64_t *a
+    int64_t *b
+    Py_ssize_t n
+    Py_ssize_t cap
 
 
 cdef struct Scan:
@@ -609,10 +620,33 @@ cdef struct Scan:
     int64_t records
     uint32_t codecs          # bit c: a batch of codec c (attributes & 7)
     int64_t first_ts         # the first batch's max timestamp >= 0, -1 when none is
-    Py_ssize_t ep_n
-    Py_ssize_t ep_cap
-    int64_t *ep_epoch
-    int64_t *ep_off
+    Pairs ep                 # leader epochs: (epoch, start offset)
+    # rebuild (scan_rebuild): LogSegment.recover's indexes, its splits where `cap` is given,
+    # and the batches producer state is replayed from; the running values behind them
+    bint rebuild
+    int64_t interval
+    int64_t max_entries
+    bint has_cap
+    int64_t cap_off
+    int64_t cap_time
+    Pairs oe                 # offset index: (relative offset, position)
+    Pairs te                 # time index: (timestamp, relative offset)
+    Pairs sp                 # splits: (base offset, position)
+    Pairs kp                 # batches to replay: (position, size)
+    int64_t r_last_index
+    int64_t r_max
+    int64_t r_max_off
+    int64_t r_te_last
+    int64_t pc_start
+    int64_t pc_last
+    int64_t pc_offsets
+    int64_t pc_times
+    int64_t pc_max
+    int64_t pc_last_ts
+    int64_t *pt_pid          # producer id -> (kp slot of its pending plain batch, run), PIDS slots
+    int64_t *pt_slot
+    int64_t *pt_run
+    Py_ssize_t pt_n
 
 
 cdef uint32_t _crc_package_gil(Scan *S, uint32_t c, const unsigned char *p, size_t n) noexcept:
@@ -664,25 +698,31 @@ cdef Status _fill(Scan *S, int64_t keep_from) noexcept nogil:
     return CLEAN
 
 
-cdef Status _add_epoch(Scan *S, int64_t epoch, int64_t offset) noexcept nogil:
+cdef Status _push(Pairs *P, int64_t x, int64_t y) noexcept nogil:
     cdef Py_ssize_t cap
     cdef int64_t *a
     cdef int64_t *b
-    if S.ep_n == S.ep_cap:
-        cap = 16 if S.ep_cap == 0 else S.ep_cap * 2
-        a = <int64_t *>realloc(S.ep_epoch, <size_t>cap * sizeof(int64_t))
+    if P.n == P.cap:
+        cap = 16 if P.cap == 0 else P.cap * 2
+        a = <int64_t *>realloc(P.a, <size_t>cap * sizeof(int64_t))
         if a == NULL:
             return NO_MEMORY
-        S.ep_epoch = a
-        b = <int64_t *>realloc(S.ep_off, <size_t>cap * sizeof(int64_t))
+        P.a = a
+        b = <int64_t *>realloc(P.b, <size_t>cap * sizeof(int64_t))
         if b == NULL:
             return NO_MEMORY
-        S.ep_off = b
-        S.ep_cap = cap
-    S.ep_epoch[S.ep_n] = epoch
-    S.ep_off[S.ep_n] = offset
-    S.ep_n += 1
+        P.b = b
+        P.cap = cap
+    P.a[P.n] = x
+    P.b[P.n] = y
+    P.n += 1
     return CLEAN
+
+
+cdef void _free_pairs(Pairs *P) noexcept:
+    free(P.a)
+    free(P.b)
+    P.a = P.b = NULL
 
 
 cdef object _records_section(Scan *S, const unsigned char *b, int64_t total, int codec):
@@ -773,11 +813,99 @@ cdef bint _scratch(Scan *S, int64_t n) noexcept nogil:
     return True
 
 
+cdef Status _rebuild_batch(Scan *S, int64_t pos, int64_t total, unsigned char attr,
+                           int64_t pid, int64_t base_offset, int64_t b_last,
+                           int64_t max_ts) noexcept nogil:
+    """rebuild.rebuild_segment's steps for one batch the scan accepted (its position is the
+    valid bytes before it: the scan starts at 0 and stops at the first doubt)."""
+    cdef Status st
+    # -- _Pieces.starts_piece --
+    if S.has_cap:
+        if max_ts > S.pc_max:
+            S.pc_max = max_ts
+        if pos - S.pc_start - S.pc_last > S.interval:
+            if S.pc_offsets >= S.cap_off or S.pc_times >= S.cap_time - 1:
+                st = _push(&S.sp, base_offset, pos)
+                if st != CLEAN:
+                    return st
+                S.pc_start, S.pc_last, S.pc_offsets, S.pc_times = pos, 0, 0, 0
+                S.pc_max, S.pc_last_ts = max_ts, -1
+            else:
+                S.pc_offsets += 1
+                if S.pc_max > S.pc_last_ts:
+                    S.pc_times += 1
+                    S.pc_last_ts = S.pc_max
+                S.pc_last = pos - S.pc_start
+    # -- the indexes --
+    if max_ts > S.r_max:
+        S.r_max, S.r_max_off = max_ts, b_last
+    if pos - S.r_last_index > S.interval:
+        if S.oe.n and b_last - S.base <= S.oe.a[S.oe.n - 1]:  # invalid-offset: the pure path
+            return UNSURE
+        if S.oe.n < S.max_entries:
+            st = _push(&S.oe, b_last - S.base, pos)
+            if st != CLEAN:
+                return st
+            if S.r_max > S.r_te_last:  # _TimeIndexBuilder.maybe_append
+                st = _push(&S.te, S.r_max, S.r_max_off - S.base)
+                if st != CLEAN:
+                    return st
+                S.r_te_last = S.r_max
+        S.r_last_index = pos
+    if pid >= 0:
+        return _keep(S, pid, pos, total, (attr & 0x30) != 0)  # transactional or control
+    return CLEAN
+
+
+cdef Status _keep(Scan *S, int64_t pid, int64_t pos, int64_t total, bint special) noexcept nogil:
+    """Note a batch of producer `pid` for the replay of ProducerState.append_batch. Every
+    transactional or control batch is kept; of a producer's run of other batches (nothing
+    else of its own between them) the first and the last: the ones between change nothing
+    the last does not overwrite (its last batch and entry; the coordinator epoch and open
+    transaction they carry over are the last one's too), and no other producer's batch
+    reads them. The first keeps the producer's place in the state's dicts."""
+    cdef uint64_t hsh
+    cdef Py_ssize_t i, k
+    cdef Status st
+    if S.kp.n >= KEEP_MAX:
+        return UNSURE  # the pure path, which streams
+    if S.pt_pid == NULL:
+        S.pt_pid = <int64_t *>malloc(PIDS * sizeof(int64_t))
+        S.pt_slot = <int64_t *>malloc(PIDS * sizeof(int64_t))
+        S.pt_run = <int64_t *>malloc(PIDS * sizeof(int64_t))
+        if S.pt_pid == NULL or S.pt_slot == NULL or S.pt_run == NULL:
+            return NO_MEMORY
+        for k in range(PIDS):
+            S.pt_pid[k] = -1
+    hsh = <uint64_t>pid * <uint64_t>0x9E3779B97F4A7C15
+    i = <Py_ssize_t>(hsh >> (64 - PIDS_BITS))
+    while S.pt_pid[i] != pid and S.pt_pid[i] != -1:
+        i = (i + 1) & (PIDS - 1)
+    if S.pt_pid[i] == -1:
+        if S.pt_n >= PIDS // 2:
+            return UNSURE  # thousands of producers in one segment: the pure path
+        S.pt_pid[i], S.pt_slot[i], S.pt_run[i] = pid, -1, 0
+        S.pt_n += 1
+    if special:
+        S.pt_slot[i], S.pt_run[i] = -1, 0
+        return _push(&S.kp, pos, total)
+    if S.pt_slot[i] >= 0 and S.pt_run[i] >= 2:  # the run's last so far: this one now
+        S.kp.a[S.pt_slot[i]], S.kp.b[S.pt_slot[i]] = pos, total
+    else:
+        st = _push(&S.kp, pos, total)
+        if st != CLEAN:
+            return st
+        S.pt_slot[i] = S.kp.n - 1
+    S.pt_run[i] += 1
+    return CLEAN
+
+
 cdef Status _scan(Scan *S) noexcept nogil:
     """The pass of check_log_file (shallow) over a segment, stopping at the first doubt."""
     cdef int64_t pos = 0, left, total, p, e, q
-    cdef int64_t base_offset, b_last, max_ts, floor
+    cdef int64_t base_offset, b_last, max_ts, floor, pid
     cdef int32_t size, lod, ple
+    cdef unsigned char attr
     cdef uint32_t stored, c
     cdef const unsigned char *h
     cdef const unsigned char *whole          # the whole batch, contiguous (deep only)
@@ -817,6 +945,10 @@ cdef Status _scan(Scan *S) noexcept nogil:
         stored = kl_be32u(h + 17)
         lod = kl_be32s(h + 23)
         max_ts = kl_be64(h + 35)
+        # read now: once the CRC has moved on to the next chunk, the reading thread may
+        # refill the one `h` points into
+        attr = h[22]  # attributes' low byte (header bytes 21-22)
+        pid = kl_be64(h + 43)
 
         # -- offsets (check_log_file) --
         if lod < 0:  # LOG_BATCH_INVALID
@@ -876,15 +1008,19 @@ cdef Status _scan(Scan *S) noexcept nogil:
         if first:
             S.first_offset = base_offset
             first = False
-        S.codecs |= 1u << (h[22] & 7)  # attributes' low byte (header bytes 21-22)
+        S.codecs |= 1u << (attr & 7)
         if S.first_ts < 0 and max_ts >= 0:
             S.first_ts = max_ts
         last = b_last  # > the previous `last` (order checked above), so max() is b_last
         has_last = True
         if max_ts > running_max:
             running_max = max_ts
-        if ple >= 0 and (S.ep_n == 0 or ple > S.ep_epoch[S.ep_n - 1]):
-            st = _add_epoch(S, ple, base_offset)
+        if ple >= 0 and (S.ep.n == 0 or ple > S.ep.a[S.ep.n - 1]):
+            st = _push(&S.ep, ple, base_offset)
+            if st != CLEAN:
+                return st
+        if S.rebuild:
+            st = _rebuild_batch(S, pos, total, attr, pid, base_offset, b_last, max_ts)
             if st != CLEAN:
                 return st
 
@@ -1003,6 +1139,62 @@ cdef int _pairs(object entries, Py_ssize_t *n, int64_t **a, int64_t **b) except 
     return True
 
 
+cdef bint _init_scan(Scan *S, object base, object max_entry):
+    """`S` zeroed, with the values every scan starts from; False where `base` or
+    `max_entry` is out of range (the caller answers None)."""
+    memset_scan(S)
+    S.tier = _tier
+    S.max_timestamp = -1
+    S.first_ts = -1
+    return (_int64(base, &S.base) and -BASE_LIMIT < S.base < BASE_LIMIT
+            and _int64(max_entry, &S.max_entry))
+
+
+cdef Status _scan_file(Scan *S, object path, Py_ssize_t chunk, bint use_threads,
+                       list pending) except *:
+    """_scan over the file at `path` (opened, read through the chunk reader, closed): CLEAN,
+    or UNSURE where it doubts or cannot open or stat the file (the pure path says why);
+    raises MemoryError, and what a signal handler or the deep check raised."""
+    cdef Status st = UNSURE
+    cdef unsigned char *mem = NULL
+    cdef bint took_cache = False
+    try:
+        S.fd = _os.open(path, _os.O_RDONLY | getattr(_os, "O_CLOEXEC", 0))
+    except (OSError, TypeError, ValueError):
+        return UNSURE
+    try:
+        try:
+            S.end = _os.fstat(S.fd).st_size
+        except OSError:
+            return UNSURE
+        if S.end > 0:
+            S.chunk = chunk if chunk < S.end else S.end
+            S.cur = -1
+            kl_advise_sequential(S.fd)
+            mem = _take_cache(kl_reader_need(S.end, S.chunk, use_threads))
+            took_cache = mem != NULL
+            S.reader = kl_reader_open(S.fd, S.end, S.chunk, use_threads, mem)
+            if S.reader == NULL:
+                raise MemoryError
+        with nogil:
+            st = _scan(S)
+        if st == INTERRUPTED:
+            if pending[0] is not None:  # raised in the deep check (it held the GIL)
+                raise pending[0]
+            _reraise()  # before any other Python call: the exception is still set
+    finally:
+        if S.reader != NULL:  # joins the helper thread, which reads from fd
+            with nogil:
+                kl_reader_close(S.reader)
+            S.reader = NULL
+        if took_cache:
+            _give_back_cache()
+        _os.close(S.fd)
+    if st == NO_MEMORY:
+        raise MemoryError
+    return CLEAN if st == CLEAN else UNSURE
+
+
 def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=None, *,
                Py_ssize_t chunk=DEFAULT_CHUNK, max_entry=DEFAULT_MAX_ENTRY, threads=None,
                bint deep=False, max_decompressed=DEFAULT_MAX_DECOMPRESSED, bint extra=False):
@@ -1029,26 +1221,17 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
     next call.
     """
     cdef Scan S
-    cdef Status st = UNSURE
-    cdef unsigned char *mem = NULL
-    cdef bint took_cache = False
     cdef Py_ssize_t i
     cdef list pending = [None]
     cdef bint use_threads = (not deep) if threads is None else bool(threads)
-    memset_scan(&S)
-    S.tier = _tier
-    S.max_timestamp = -1
-    S.first_ts = -1
+    if not _init_scan(&S, base, max_entry):
+        return None
     S.deep = deep
     S.pending = <void *>pending
     if deep and not _int64(max_decompressed, &S.max_decompressed):
         return None
     if chunk < MIN_CHUNK:
         chunk = MIN_CHUNK
-    if not _int64(base, &S.base) or not -BASE_LIMIT < S.base < BASE_LIMIT:
-        return None
-    if not _int64(max_entry, &S.max_entry):
-        return None
     if prev_last is not None:
         if not _int64(prev_last, &S.prev_last):
             return None
@@ -1068,43 +1251,9 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
             for i in range(1, S.ti_n):  # TIMEINDEX_ORDER
                 if S.ti_ts[i] <= S.ti_ts[i - 1] or S.ti_off[i] < S.ti_off[i - 1]:
                     return None
-        try:
-            S.fd = _os.open(path, _os.O_RDONLY | getattr(_os, "O_CLOEXEC", 0))
-        except (OSError, TypeError, ValueError):
+        if _scan_file(&S, path, chunk, use_threads, pending) != CLEAN:
             return None
-        try:
-            try:
-                S.end = _os.fstat(S.fd).st_size
-            except OSError:
-                return None
-            if S.end > 0:
-                S.chunk = chunk if chunk < S.end else S.end
-                S.cur = -1
-                kl_advise_sequential(S.fd)
-                mem = _take_cache(kl_reader_need(S.end, S.chunk, use_threads))
-                took_cache = mem != NULL
-                S.reader = kl_reader_open(S.fd, S.end, S.chunk, use_threads, mem)
-                if S.reader == NULL:
-                    raise MemoryError
-            with nogil:
-                st = _scan(&S)
-            if st == INTERRUPTED:
-                if pending[0] is not None:  # raised in the deep check (it held the GIL)
-                    raise pending[0]
-                _reraise()  # before any other Python call: the exception is still set
-        finally:
-            if S.reader != NULL:  # joins the helper thread, which reads from fd
-                with nogil:
-                    kl_reader_close(S.reader)
-                S.reader = NULL
-            if took_cache:
-                _give_back_cache()
-            _os.close(S.fd)
-        if st == NO_MEMORY:
-            raise MemoryError
-        if st != CLEAN:
-            return None
-        epochs = [(S.ep_epoch[i], S.ep_off[i]) for i in range(S.ep_n)]
+        epochs = [(S.ep.a[i], S.ep.b[i]) for i in range(S.ep.n)]
         if S.batches == 0:
             got = (None, None, -1, 0, epochs, 0, 0, 0)
         else:
@@ -1117,8 +1266,57 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
         free(S.oi_pos)
         free(S.ti_ts)
         free(S.ti_off)
-        free(S.ep_epoch)
-        free(S.ep_off)
+        _free_pairs(&S.ep)
+
+
+def scan_rebuild(path, base, int64_t interval, int64_t max_entries, cap_offsets=None,
+                 cap_times=None, *, Py_ssize_t chunk=DEFAULT_CHUNK, max_entry=DEFAULT_MAX_ENTRY,
+                 bint threads=False):
+    """rebuild.rebuild_segment's pass over one `.log` file (no `rules`), for a segment the
+    shallow check finds clean: None otherwise (the pure path then finds where it stops), or
+    (offset_entries, time_entries, splits, valid_bytes, batches, last_offset, max_timestamp,
+    offset_of_max_timestamp, replay): the Rebuilt fields (time_entries with the final
+    entry; splits only where `cap_offsets` / `cap_times`, the IndexCapacity, are given) and
+    the (position, size) of the batches to replay ProducerState.append_batch on, in the
+    order to apply them (_keep says which). `threads`: read with the help of a thread, as
+    scan_clean does; off by default, as -j's workers already keep every core busy (with it
+    one process took 1.4 cores, and two scaled by that much less)."""
+    cdef Scan S
+    cdef Py_ssize_t i
+    if not _init_scan(&S, base, max_entry):
+        return None
+    if chunk < MIN_CHUNK:
+        chunk = MIN_CHUNK
+    S.rebuild = True
+    S.interval, S.max_entries = interval, max_entries
+    if cap_offsets is not None or cap_times is not None:
+        if not _int64(cap_offsets, &S.cap_off) or not _int64(cap_times, &S.cap_time):
+            return None
+        S.has_cap = True
+    S.r_max, S.r_max_off, S.r_te_last = -1, S.base, -1
+    S.pc_max = S.pc_last_ts = -1
+    try:
+        if _scan_file(&S, path, chunk, threads, [None]) != CLEAN:
+            return None
+        if S.r_max > S.r_te_last:  # the final maybe_append
+            if _push(&S.te, S.r_max, S.r_max_off - S.base) != CLEAN:
+                raise MemoryError
+        return ([(S.oe.a[i], S.oe.b[i]) for i in range(S.oe.n)],
+                [(S.te.a[i], S.te.b[i]) for i in range(S.te.n)],
+                [(S.sp.a[i], S.sp.b[i]) for i in range(S.sp.n)],
+                S.valid_end, S.batches, S.last_offset if S.batches else None,
+                S.r_max, S.r_max_off,
+                [(S.kp.a[i], S.kp.b[i]) for i in range(S.kp.n)])
+    finally:
+        free(S.scratch)
+        _free_pairs(&S.ep)
+        _free_pairs(&S.oe)
+        _free_pairs(&S.te)
+        _free_pairs(&S.sp)
+        _free_pairs(&S.kp)
+        free(S.pt_pid)
+        free(S.pt_slot)
+        free(S.pt_run)
 
 
 def walk_cuts(int fd, int64_t pos, int64_t end, Py_ssize_t hops, int64_t piece_bytes,

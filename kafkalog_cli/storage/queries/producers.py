@@ -72,6 +72,10 @@ class ProducerState:
         st.before_txn = dict.fromkeys(st.ongoing, -1)  # begun before the snapshot: unknown
         return st
 
+    def copy(self) -> ProducerState:
+        return ProducerState(dict(self.entries), dict(self.ongoing), dict(self.last_batch),
+                             dict(self.before_txn))
+
     def append(self, b: Batch) -> ie.AbortedTxn | None:
         """Apply one v2 batch; returns the index entry if it completes an aborted txn."""
         m = self.append_batch(b)
