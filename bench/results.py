@@ -305,7 +305,9 @@ def _halves(d: Path, args: list[str], ok: tuple[int, ...],
 # meant to average more of that noise; run 6 (8 s, on a busier host) did not show it: its -j
 # 2 figures sat at that host's own floor ('two -j 1 on its halves at once') as before
 MIN_J1_S = 8.0
-MAX_COPIES = 32
+# 128: with the compiled rebuild pass, index-rebuild of jobs-16 x32 took 3.6 s at -j 1 (run
+# 10), so that the start-up was a tenth of -j 2's time
+MAX_COPIES = 128
 # bench/peers/cpu_loop.c's iterations: about 1.5 s alone on a 2020s x86 core
 CPU_LOOP = HERE / "out" / "cpu_loop"
 LOOP_ITERATIONS = 400_000_000
