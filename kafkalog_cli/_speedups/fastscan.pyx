@@ -1076,6 +1076,23 @@ cdef void memset_scan(Scan *S) noexcept:
     S.fd = -1
 
 
+cdef void _free_scan(Scan *S) noexcept:
+    """What a scan allocated (memset_scan left every pointer NULL: free(NULL) is a no-op)."""
+    free(S.scratch)
+    free(S.oi_off)
+    free(S.oi_pos)
+    free(S.ti_ts)
+    free(S.ti_off)
+    _free_pairs(&S.ep)
+    _free_pairs(&S.oe)
+    _free_pairs(&S.te)
+    _free_pairs(&S.sp)
+    _free_pairs(&S.kp)
+    free(S.pt_pid)
+    free(S.pt_slot)
+    free(S.pt_run)
+
+
 cdef unsigned char *_take_cache(int64_t need) noexcept:
     """The cached block (grown to `need` if smaller), or NULL if another call holds it."""
     global _cache, _cache_size, _cache_busy
@@ -1261,12 +1278,7 @@ def scan_clean(path, base, prev_last=None, offset_entries=None, time_entries=Non
                    S.batches, S.nbytes, S.records)
         return got + (S.codecs, S.first_ts) if extra else got
     finally:
-        free(S.scratch)
-        free(S.oi_off)
-        free(S.oi_pos)
-        free(S.ti_ts)
-        free(S.ti_off)
-        _free_pairs(&S.ep)
+        _free_scan(&S)
 
 
 def scan_rebuild(path, base, int64_t interval, int64_t max_entries, cap_offsets=None,
@@ -1308,15 +1320,7 @@ def scan_rebuild(path, base, int64_t interval, int64_t max_entries, cap_offsets=
                 S.r_max, S.r_max_off,
                 [(S.kp.a[i], S.kp.b[i]) for i in range(S.kp.n)])
     finally:
-        free(S.scratch)
-        _free_pairs(&S.ep)
-        _free_pairs(&S.oe)
-        _free_pairs(&S.te)
-        _free_pairs(&S.sp)
-        _free_pairs(&S.kp)
-        free(S.pt_pid)
-        free(S.pt_slot)
-        free(S.pt_run)
+        _free_scan(&S)
 
 
 def walk_cuts(int fd, int64_t pos, int64_t end, Py_ssize_t hops, int64_t piece_bytes,
